@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Run one command inside a throwaway qemu guest that has a Soft-RoCE device.
+#
+#   scripts/rxe_vm.sh [--timeout SECONDS] [--share DIR]... -- COMMAND [ARGS...]
+#
+# For machines whose kernel has no RDMA support at all (containers, CI, most
+# cloud VMs): the guest boots an installed Debian kernel package that ships
+# rdma_rxe.ko, sees the host's root file system read-only and this checkout
+# (plus any --share DIR) writable at the same paths, so binaries built on the
+# host run unchanged inside. The guest has no network card: rxe0 sits on a
+# dummy0 interface holding 192.0.2.1/24 (a documentation address that exists
+# only inside the guest; rdma_cm needs a routable address, 127.x is not enough).
+#
+# The command runs in the current directory, its output streams back, and its
+# exit status becomes this script's. A guest that does not finish within the
+# time limit is killed and the script exits 124.
+#
+# Inside the guest RXE_VM=1 is set; running this script there again just runs
+# the command, so chapters and tests can use the same command line everywhere.
+set -euo pipefail
+
+usage() {
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  cat <<'EOF'
+
+Options:
+  --timeout SECONDS   kill the guest after this long (default 600, env RXE_VM_TIMEOUT)
+  --share DIR         also make DIR writable inside the guest (repeatable)
+  --memory MIB        guest memory (default 2048)
+  --kernel VERSION    kernel to boot (default: newest installed one with rdma_rxe.ko)
+  --verbose           show the guest's console (kernel messages) at the end
+Environment: RXE_VM_ACCEL=kvm|tcg forces the accelerator (default: probe KVM once).
+EOF
+}
+
+if [[ "${RXE_VM:-}" == 1 ]]; then
+  # Already inside the guest: the device is here, just run the command.
+  while [[ $# -gt 0 && "$1" != "--" ]]; do
+    case "$1" in --timeout|--share|--memory|--kernel) shift 2 ;; *) shift ;; esac
+  done
+  [[ "${1:-}" == "--" ]] && shift
+  exec "$@"
+fi
+
+timeout_s="${RXE_VM_TIMEOUT:-600}"
+memory=2048
+kver=""
+verbose=0
+shares=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --timeout) timeout_s="$2"; shift 2 ;;
+    --share) shares+=("$(cd "$2" && pwd -P)"); shift 2 ;;
+    --memory) memory="$2"; shift 2 ;;
+    --kernel) kver="$2"; shift 2 ;;
+    --verbose) verbose=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; break ;;
+    *) echo "rxe_vm: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
+  esac
+done
+if [[ $# -eq 0 ]]; then
+  echo "rxe_vm: no command given; example: scripts/rxe_vm.sh -- ibv_devinfo" >&2
+  exit 2
+fi
+
+die() { echo "rxe_vm: $*" >&2; exit 2; }
+
+checkout="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+shares=("$checkout" "${shares[@]}")
+
+qemu=$(command -v qemu-system-x86_64 || true)
+[[ -n "$qemu" ]] || die "qemu-system-x86_64 not found; install it with scripts/install_deps.sh"
+busybox=$(command -v busybox || true)
+[[ -n "$busybox" ]] && file -L "$busybox" 2>/dev/null | grep -q 'statically linked' \
+  || busybox=/bin/busybox
+[[ -x "$busybox" ]] || die "a static busybox is needed for the guest's init (package busybox-static)"
+
+# --- the kernel: any installed one whose modules include rdma_rxe -----------
+find_rxe_module() { find "/lib/modules/$1/kernel/drivers/infiniband/sw/rxe" -name 'rdma_rxe.ko*' 2>/dev/null | head -n1; }
+if [[ -z "$kver" ]]; then
+  for candidate in $(ls /lib/modules 2>/dev/null | sort -rV); do
+    if [[ -r "/boot/vmlinuz-$candidate" && -n "$(find_rxe_module "$candidate")" ]]; then
+      kver="$candidate"; break
+    fi
+  done
+fi
+[[ -n "$kver" ]] || die "no installed kernel ships rdma_rxe.ko; install one: apt-get install linux-image-amd64"
+[[ -r "/boot/vmlinuz-$kver" ]] || die "/boot/vmlinuz-$kver is missing or unreadable"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/rxe_vm.XXXXXX")
+qemu_pid=""
+cleanup() {
+  [[ -n "$qemu_pid" ]] && kill -9 "$qemu_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- the initramfs: busybox, the modules in dependency order, an init --------
+root="$work/initramfs"
+mkdir -p "$root"/{bin,dev,proc,sys,mnt/host,modules}
+cp "$busybox" "$root/bin/busybox"
+for applet in sh mount umount mkdir insmod chroot poweroff cat echo sleep stty; do
+  ln -s busybox "$root/bin/$applet"
+done
+
+# modprobe knows the order (and the parameters from modprobe.d); crc32_generic
+# is only a soft dependency of rdma_rxe but without it "rdma link add" fails.
+modules=(rdma_rxe rdma_ucm ib_umad crc32_generic dummy 9p 9pnet_virtio virtio_pci)
+: > "$root/modules/load"
+declare -A seen=()
+for m in "${modules[@]}"; do
+  while read -r verb path params; do
+    [[ "$verb" == insmod && -z "${seen[$path]:-}" ]] || continue
+    seen[$path]=1
+    base=$(basename "$path")
+    case "$base" in
+      *.ko.xz) xz -dc "$path" > "$root/modules/${base%.xz}"; base=${base%.xz} ;;
+      *.ko.zst) zstd -qdc "$path" > "$root/modules/${base%.zst}"; base=${base%.zst} ;;
+      *.ko.gz) gzip -dc "$path" > "$root/modules/${base%.gz}"; base=${base%.gz} ;;
+      *) cp "$path" "$root/modules/$base" ;;
+    esac
+    echo "/modules/$base $params" >> "$root/modules/load"
+  done < <(modprobe --show-depends -S "$kver" "$m" 2>/dev/null || true)
+done
+grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rxe for $kver (run depmod $kver)"
+
+# The job: run in the host's root (read-only) with the writable shares on top.
+{
+  echo '#!/bin/sh'
+  echo 'export RXE_VM=1 RXE_VM_IPV4=192.0.2.1 HOME=/tmp/home LANG=C.UTF-8'
+  echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+  for v in TERM CI MESON_TESTTHREADS ASAN_OPTIONS UBSAN_OPTIONS; do
+    [[ -n "${!v:-}" ]] && printf 'export %s=%q\n' "$v" "${!v}"
+  done
+  echo 'mkdir -p "$HOME"'
+  echo 'ip link add dummy0 type dummy && ip addr add 192.0.2.1/24 dev dummy0 && ip link set dummy0 up || { echo "rxe_vm: could not create dummy0" >&2; exit 125; }'
+  echo 'rdma link add rxe0 type rxe netdev dummy0 || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }'
+  echo 'i=0; until [ -e /sys/class/infiniband/rxe0/ports/1/state ] && grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do'
+  echo '  i=$((i+1)); [ $i -gt 50 ] && { echo "rxe_vm: rxe0 port 1 never became ACTIVE" >&2; exit 125; }; sleep 0.1; done'
+  printf 'cd %q || exit 125\n' "$PWD"
+  printf '%q ' "$@"; echo
+} > "$work/job.sh"
+
+shares_list=""
+for i in "${!shares[@]}"; do shares_list+="share$i=${shares[$i]} "; done
+
+cat > "$root/init" <<EOF
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+echo $([[ $verbose == 1 ]] && echo 7 || echo 1) > /proc/sys/kernel/printk
+while read -r mod params; do insmod "\$mod" \$params || echo "rxe_vm: insmod \$mod failed" >&2; done < /modules/load
+stty -F /dev/ttyS1 raw -echo -onlcr 2>/dev/null
+fail() { echo "rxe_vm: \$*" >&2; poweroff -f; }
+R=/mnt/host
+mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot \$R || fail "cannot mount the host root over 9p"
+mount -t proc proc \$R/proc
+mount -t sysfs sysfs \$R/sys
+mount -t devtmpfs devtmpfs \$R/dev
+mkdir -p \$R/dev/pts \$R/dev/shm
+mount -t devpts devpts \$R/dev/pts
+for d in tmp run dev/shm var/tmp; do mount -t tmpfs -o mode=1777 tmpfs \$R/\$d 2>/dev/null; done
+for s in $shares_list job=$work; do
+  tag=\${s%%=*}; path=\${s#*=}
+  mkdir -p "\$R\$path" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 "\$tag" "\$R\$path" \
+    || fail "cannot mount \$path"
+done
+chroot \$R /bin/sh $work/job.sh < /dev/null > /dev/ttyS1 2>&1
+echo \$? > \$R$work/status
+poweroff -f
+EOF
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initramfs.gz"
+
+# --- accelerator: KVM only where it really boots a guest --------------------
+probe_kvm() {
+  [[ -w /dev/kvm ]] || return 1
+  local cache="${XDG_CACHE_HOME:-$HOME/.cache}/rdma-tutorial/kvm-works-$(uname -r)-$kver"
+  if [[ -f "$cache" ]]; then [[ "$(cat "$cache")" == yes ]]; return; fi
+  mkdir -p "$(dirname "$cache")"
+  local answer=no
+  if timeout 20 "$qemu" -accel kvm -cpu host -m 256 -nographic -no-reboot -nic none \
+      -kernel "/boot/vmlinuz-$kver" -initrd "$work/initramfs.gz" \
+      -append "console=ttyS0 panic=-1 rdinit=/bin/poweroff -- -f" </dev/null 2>/dev/null \
+      | grep -q 'Linux version'; then
+    answer=yes
+  fi
+  echo "$answer" > "$cache"
+  [[ "$answer" == yes ]]
+}
+case "${RXE_VM_ACCEL:-}" in
+  kvm) accel=(-accel kvm -cpu host) ;;
+  tcg) accel=(-accel tcg,thread=multi -cpu max) ;;
+  "") if probe_kvm; then accel=(-accel kvm -cpu host); else accel=(-accel tcg,thread=multi -cpu max); fi ;;
+  *) die "RXE_VM_ACCEL must be kvm or tcg" ;;
+esac
+
+fsdev=(-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap")
+for i in "${!shares[@]}"; do
+  fsdev+=(-virtfs "local,path=${shares[$i]},mount_tag=share$i,security_model=none,multidevs=remap")
+done
+fsdev+=(-virtfs "local,path=$work,mount_tag=job,security_model=none,multidevs=remap")
+
+quiet="quiet loglevel=1"
+[[ $verbose == 1 ]] && quiet=""
+"$qemu" "${accel[@]}" -smp "$(nproc | awk '{print ($1 > 4) ? 4 : $1}')" -m "$memory" \
+  -display none -no-reboot -nic none -monitor none \
+  -serial "file:$work/console.log" -serial stdio \
+  -kernel "/boot/vmlinuz-$kver" -initrd "$work/initramfs.gz" \
+  -append "console=ttyS0 panic=-1 $quiet" "${fsdev[@]}" </dev/null &
+qemu_pid=$!
+
+deadline=$((SECONDS + timeout_s))
+while kill -0 "$qemu_pid" 2>/dev/null; do
+  if (( SECONDS >= deadline )); then
+    kill -9 "$qemu_pid" 2>/dev/null || true
+    wait "$qemu_pid" 2>/dev/null || true
+    qemu_pid=""
+    echo "rxe_vm: the guest did not finish within ${timeout_s}s and was killed (a hung command? raise --timeout)" >&2
+    [[ $verbose == 1 ]] && tail -n 20 "$work/console.log" >&2
+    exit 124
+  fi
+  sleep 0.2
+done
+wait "$qemu_pid" || true
+qemu_pid=""
+[[ $verbose == 1 ]] && { echo "--- guest console ---"; cat "$work/console.log"; } >&2
+
+if [[ ! -s "$work/status" ]]; then
+  echo "rxe_vm: the guest stopped without reporting an exit status (kernel panic or boot failure); its console said:" >&2
+  tail -n 20 "$work/console.log" >&2 || true
+  exit 125
+fi
+exit "$(cat "$work/status")"

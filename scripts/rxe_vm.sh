@@ -28,6 +28,8 @@ Options:
   --share DIR         also make DIR writable inside the guest (repeatable)
   --memory MIB        guest memory (default 2048)
   --kernel VERSION    kernel to boot (default: newest installed one with rdma_rxe.ko)
+  --no-rxe            boot with dummy0 (192.0.2.1/24) but no rxe0 link: for testing
+                      what programs and scripts do when there is no RDMA device
   --verbose           show the guest's console (kernel messages) at the end
 Environment: RXE_VM_ACCEL=kvm|tcg forces the accelerator (default: probe KVM once).
 EOF
@@ -46,6 +48,7 @@ timeout_s="${RXE_VM_TIMEOUT:-600}"
 memory=2048
 kver=""
 verbose=0
+with_rxe=1
 shares=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -54,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --memory) memory="$2"; shift 2 ;;
     --kernel) kver="$2"; shift 2 ;;
     --verbose) verbose=1; shift ;;
+    --no-rxe) with_rxe=0; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; break ;;
     *) echo "rxe_vm: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
@@ -136,9 +140,11 @@ grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rx
   done
   echo 'mkdir -p "$HOME"'
   echo 'ip link add dummy0 type dummy && ip addr add 192.0.2.1/24 dev dummy0 && ip link set dummy0 up || { echo "rxe_vm: could not create dummy0" >&2; exit 125; }'
-  echo 'rdma link add rxe0 type rxe netdev dummy0 || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }'
-  echo 'i=0; until [ -e /sys/class/infiniband/rxe0/ports/1/state ] && grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do'
-  echo '  i=$((i+1)); [ $i -gt 50 ] && { echo "rxe_vm: rxe0 port 1 never became ACTIVE" >&2; exit 125; }; sleep 0.1; done'
+  if [[ $with_rxe == 1 ]]; then
+    echo 'rdma link add rxe0 type rxe netdev dummy0 || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }'
+    echo 'i=0; until grep -qs ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do'
+    echo '  i=$((i+1)); [ $i -gt 50 ] && { echo "rxe_vm: rxe0 port 1 never became ACTIVE" >&2; exit 125; }; sleep 0.1; done'
+  fi
   printf 'cd %q || exit 125\n' "$PWD"
   printf '%q ' "$@"; echo
 } > "$work/job.sh"

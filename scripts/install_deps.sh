@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Install the Debian/Ubuntu packages this tutorial needs.
+#
+#   scripts/install_deps.sh [--no-vm]
+#
+# Only packages that are not installed yet are fetched, so running it again is
+# cheap. Uses sudo when not run as root.
+#
+#   --no-vm    skip the packages for the qemu guest (scripts/rxe_vm.sh); use this
+#              when the host kernel has RDMA support (Soft-RoCE or a real NIC)
+#   -h, --help show this text
+set -euo pipefail
+
+# The help text is the comment block at the top of this file.
+usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
+
+want_vm=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --no-vm) want_vm=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "install_deps: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+# Compilers and headers to build the chapters and their tests.
+build_pkgs=(g++ meson ninja-build pkg-config cmake doctest-dev
+            libibverbs-dev librdmacm-dev python3)
+# The verbs providers (rdma-core), the known-good peers and benchmarks
+# (ibv_rc_pingpong, rping, perftest), and the "rdma" and "modprobe" tools.
+runtime_pkgs=(rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod)
+# What scripts/rxe_vm.sh needs to boot a throwaway guest with Soft-RoCE: qemu,
+# a distribution kernel that ships rdma_rxe.ko, a static busybox for the init,
+# and the tools that pack the initramfs and unpack compressed modules.
+vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file)
+
+# Read the distribution once: the kernel meta-package has a different name on
+# Ubuntu, where rdma_rxe.ko comes with linux-modules-extra (pulled in by
+# linux-image-generic).
+distro_id="" distro_like=""
+if [[ -r /etc/os-release ]]; then
+  # shellcheck disable=SC1091
+  distro_id=$(. /etc/os-release && echo "${ID:-}")
+  # shellcheck disable=SC1091
+  distro_like=$(. /etc/os-release && echo "${ID_LIKE:-}")
+fi
+kernel_pkg=linux-image-amd64
+if [[ "$distro_id" == ubuntu || " $distro_like " == *" ubuntu "* ]]; then
+  kernel_pkg=linux-image-generic
+fi
+vm_pkgs=("${vm_pkgs[@]/KERNEL/$kernel_pkg}")
+
+pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}")
+if [[ $want_vm == 1 ]]; then pkgs+=("${vm_pkgs[@]}"); fi
+
+# Not a Debian family system: say what is needed and stop; package names differ
+# elsewhere (rdma-core, libibverbs-utils, perftest... on Fedora, for example).
+if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+  {
+    echo "install_deps: apt-get not found; this script only knows Debian and Ubuntu."
+    echo "Install the equivalents of these Debian packages with your package manager:"
+    echo "  build:   ${build_pkgs[*]}"
+    echo "  runtime: ${runtime_pkgs[*]}"
+    if [[ $want_vm == 1 ]]; then
+      echo "  guest:   ${vm_pkgs[*]}  (only for scripts/rxe_vm.sh)"
+    fi
+  } >&2
+  exit 1
+fi
+
+# The guest boots the host's own x86-64 kernel package under qemu-system-x86_64.
+if [[ $want_vm == 1 ]]; then
+  arch=$(dpkg --print-architecture)
+  if [[ "$arch" != amd64 ]]; then
+    echo "install_deps: the qemu guest (scripts/rxe_vm.sh) needs an amd64 host, this one is $arch;" \
+         "rerun with --no-vm and use a kernel with Soft-RoCE (scripts/setup_rxe.sh)" >&2
+    exit 1
+  fi
+fi
+
+# "install ok installed" is the only state that counts: "deinstall ok
+# config-files" means removed with its configuration left behind.
+missing=()
+for p in "${pkgs[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == *" ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps: all packages present"
+  exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || {
+    echo "install_deps: not root and sudo is missing; run as root: apt-get install ${missing[*]}" >&2
+    exit 1
+  }
+  sudo=(sudo)
+fi
+
+echo "install_deps: installing ${missing[*]}"
+# Never stop for a debconf question; "env" because sudo drops most of the
+# environment, so an exported variable would not reach apt-get.
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+echo "install_deps: done"

@@ -105,7 +105,7 @@ trap 'exit 130' INT TERM
 root="$work/initramfs"
 mkdir -p "$root"/{bin,dev,proc,sys,mnt/host,modules}
 cp "$busybox" "$root/bin/busybox"
-for applet in sh mount umount mkdir insmod chroot poweroff cat echo sleep stty; do
+for applet in sh mount umount mkdir ln insmod chroot poweroff cat echo sleep stty; do
   ln -s busybox "$root/bin/$applet"
 done
 
@@ -132,13 +132,14 @@ grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rx
 
 # The job: run in the host's root (read-only) with the writable shares on top.
 {
-  echo '#!/bin/sh'
+  echo '#!/bin/bash'
   echo 'export RXE_VM=1 RXE_VM_IPV4=192.0.2.1 HOME=/tmp/home LANG=C.UTF-8'
   echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
   for v in TERM CI MESON_TESTTHREADS ASAN_OPTIONS UBSAN_OPTIONS; do
     [[ -n "${!v:-}" ]] && printf 'export %s=%q\n' "$v" "${!v}"
   done
   echo 'mkdir -p "$HOME"'
+  echo 'ip link set lo up'
   echo 'ip link add dummy0 type dummy && ip addr add 192.0.2.1/24 dev dummy0 && ip link set dummy0 up || { echo "rxe_vm: could not create dummy0" >&2; exit 125; }'
   if [[ $with_rxe == 1 ]]; then
     echo 'rdma link add rxe0 type rxe netdev dummy0 || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }'
@@ -168,13 +169,18 @@ mount -t sysfs sysfs \$R/sys
 mount -t devtmpfs devtmpfs \$R/dev
 mkdir -p \$R/dev/pts \$R/dev/shm
 mount -t devpts devpts \$R/dev/pts
+# devtmpfs lacks these; bash's <(...) and /dev/stdout need them
+ln -sf /proc/self/fd \$R/dev/fd
+ln -sf /proc/self/fd/0 \$R/dev/stdin
+ln -sf /proc/self/fd/1 \$R/dev/stdout
+ln -sf /proc/self/fd/2 \$R/dev/stderr
 for d in tmp run dev/shm var/tmp; do mount -t tmpfs -o mode=1777 tmpfs \$R/\$d 2>/dev/null; done
 for s in $shares_list job=$work; do
   tag=\${s%%=*}; path=\${s#*=}
   mkdir -p "\$R\$path" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 "\$tag" "\$R\$path" \
     || fail "cannot mount \$path"
 done
-chroot \$R /bin/sh $work/job.sh < /dev/null > /dev/ttyS1 2>&1
+chroot \$R /bin/bash $work/job.sh < /dev/null > /dev/ttyS1 2>&1
 echo \$? > \$R$work/status
 poweroff -f
 EOF

@@ -1,0 +1,28 @@
+// Stage 01: the pieces of the device report, in the order the chapter tells
+// them (docs/01-devices.md). devices.cpp walks the device list and calls them.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace stage01 {
+
+// ibv_query_device: what this device can do (limits every later stage meets).
+ibv_device_attr print_device_attributes(ibv_context* ctx);
+
+// ibv_query_port for every port the device has (or only `only_port`), each
+// followed by its GID table. Ports are numbered from 1.
+void print_ports(ibv_context* ctx, const ibv_device_attr& attr, std::optional<std::uint8_t> only_port,
+                 std::optional<int> gid_index);
+
+// One port's state, MTUs and link layer.
+ibv_port_attr print_port(ibv_context* ctx, std::uint8_t port);
+
+// The port's GID table, marking the entry later stages use by default (or
+// the one -g names).
+void print_gid_table(ibv_context* ctx, std::uint8_t port, const ibv_port_attr& port_attr,
+                     std::optional<int> gid_index);
+
+}  // namespace stage01

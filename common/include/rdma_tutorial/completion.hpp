@@ -1,0 +1,43 @@
+// Turning a work completion into one readable line.
+//
+// For a completion with an error status only wr_id, status, vendor_err and
+// qp_num are valid (ibv_poll_cq(3)); opcode, byte_len and imm_data hold
+// garbage then, so describe_wc leaves them out.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <string>
+
+#include "rdma_tutorial/error.hpp"
+
+namespace rdma {
+
+// "IBV_WC_RDMA_WRITE", "IBV_WC_RECV_RDMA_WITH_IMM", ...
+std::string wc_opcode_name(ibv_wc_opcode opcode);
+
+// "IBV_WC_REM_ACCESS_ERR", ...; ibv_wc_status_str gives the prose.
+std::string wc_status_name(ibv_wc_status status);
+
+// Success: "wr_id 7: IBV_WC_RDMA_WRITE, 64 bytes"
+// Error:   "wr_id 7: IBV_WC_REM_ACCESS_ERR (10, remote access error), vendor_err 0x0"
+std::string describe_wc(const ibv_wc& wc);
+
+// The usual cause of an error status, or "" if none is known.
+std::string wc_status_hint(ibv_wc_status status);
+
+// Thrown by check_wc for a completion that did not succeed.
+class completion_error : public tutorial_error {
+ public:
+  explicit completion_error(const ibv_wc& wc);
+  ibv_wc_status status() const noexcept { return status_; }
+
+ private:
+  ibv_wc_status status_;
+};
+
+inline void check_wc(const ibv_wc& wc) {
+  if (wc.status != IBV_WC_SUCCESS) throw completion_error(wc);
+}
+
+}  // namespace rdma

@@ -1,0 +1,83 @@
+// One error idiom for the whole tutorial: a failed verbs or rdma_cm call
+// throws rdma::verbs_error, whose message names the call and whose code() is
+// the errno. main() catches it (see rdma::run_main) and prints one line plus,
+// where a common cause is known, the likely fix.
+//
+// The libraries report failure in four different ways, and reading errno after
+// the wrong kind of call gives a stale, misleading value. Pick the checker that
+// matches the man page's RETURN VALUE section:
+//
+//   check_ptr(p, call)    NULL, errno set         ibv_open_device, ibv_alloc_pd,
+//                                                 ibv_reg_mr, ibv_create_cq/qp
+//   check_rc(rc, call)    0, or the errno value   ibv_query_port, ibv_modify_qp,
+//                         itself is returned      ibv_post_send, ibv_query_gid_ex
+//   check_errno(rc, call) 0 (or >= 0), -1 and     ibv_query_gid, rdma_* calls,
+//                         errno set               ibv_get_cq_event
+//   check_neg(rc, call)   count >= 0, or a        ibv_query_gid_table
+//                         negative errno value
+#pragma once
+
+#include <cerrno>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rdma {
+
+class verbs_error : public std::system_error {
+ public:
+  // `call` names what failed, with context if useful: "ibv_query_port(port 0)".
+  verbs_error(int err, std::string call);
+
+  const std::string& call() const noexcept { return call_; }
+  // The likely cause and fix for this call and errno, or "" if none is known.
+  std::string hint() const;
+
+ private:
+  std::string call_;
+};
+
+// A failure that is not an errno from a call: a completion with an error
+// status, a malformed message from the peer, a missing device. The message is
+// complete as given.
+class tutorial_error : public std::runtime_error {
+ public:
+  explicit tutorial_error(const std::string& message, std::string hint = {})
+      : std::runtime_error(message), hint_(std::move(hint)) {}
+  const std::string& hint() const noexcept { return hint_; }
+
+ private:
+  std::string hint_;
+};
+
+// "EINVAL", "ENOMEM", ... for a message a reader can search for.
+std::string errno_name(int err);
+
+// Known causes, keyed by the call's name (the part before any '(') and errno.
+std::string likely_fix(std::string_view call, int err);
+
+template <typename T>
+T* check_ptr(T* p, std::string_view call) {
+  if (p == nullptr) {
+    // A few providers return NULL without setting errno; do not report "Success".
+    throw verbs_error(errno != 0 ? errno : EIO, std::string(call));
+  }
+  return p;
+}
+
+inline void check_rc(int rc, std::string_view call) {
+  if (rc != 0) throw verbs_error(rc, std::string(call));
+}
+
+inline int check_errno(int rc, std::string_view call) {
+  if (rc < 0) throw verbs_error(errno != 0 ? errno : EIO, std::string(call));
+  return rc;
+}
+
+template <typename Int>
+Int check_neg(Int rc, std::string_view call) {
+  if (rc < 0) throw verbs_error(static_cast<int>(-rc), std::string(call));
+  return rc;
+}
+
+}  // namespace rdma

@@ -1,0 +1,83 @@
+// Command-line options shared by every stage, spelled as rdma-core's examples
+// and perftest spell them where they agree:
+//
+//   -d, --ib-dev NAME     RDMA device (default: the first one found)
+//   -p, --ib-port N       port on that device, numbered from 1 (default 1)
+//   -g, --gid-index N     GID table index (default: the port's RoCE v2 IPv4
+//                         entry, found in the table, never assumed)
+//   -h, --help
+//
+// perftest spells the device port -i and uses -p for its TCP port; this
+// tutorial keeps -p for the device port and --tcp-port for the handshake.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rdma {
+
+struct device_options {
+  std::string device;             // empty: the first device in the list
+  std::uint8_t port = 1;
+  std::optional<int> gid_index;   // empty: pick_default_gid() decides
+};
+
+// Bad command line; main prints it with the usage and exits 2.
+class usage_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses "42" into [min, max]; throws usage_error naming the option otherwise.
+long parse_integer(std::string_view text, std::string_view option, long min, long max);
+
+class option_parser {
+ public:
+  option_parser(std::string program, std::string summary);
+
+  // -d, -p and -g, writing into `out`.
+  void add_device_options(device_options& out);
+
+  // An option taking a value (value_name non-empty) or a flag (value_name
+  // empty; on_value then receives ""). short_name 0 means long form only.
+  void add(char short_name, std::string long_name, std::string value_name, std::string help,
+           std::function<void(std::string_view)> on_value);
+
+  // Accept up to `max` positional arguments, described in the usage line.
+  void allow_positional(std::string usage_name, std::size_t max);
+
+  // Returns false if --help was given (the help text went to stdout and the
+  // program should exit 0). Throws usage_error on anything malformed.
+  bool parse(int argc, const char* const* argv);
+
+  const std::vector<std::string>& positional() const noexcept { return positional_; }
+  // Whether the option (by long name) was on the command line.
+  bool given(std::string_view long_name) const;
+  std::string help_text() const;
+
+ private:
+  struct option {
+    char short_name;
+    std::string long_name;
+    std::string value_name;
+    std::string help;
+    std::function<void(std::string_view)> on_value;
+  };
+  const option* find_short(char c) const;
+  const option* find_long(std::string_view name) const;
+
+  std::string program_;
+  std::string summary_;
+  std::vector<option> options_;
+  std::string positional_name_;
+  std::size_t max_positional_ = 0;
+  std::vector<std::string> positional_;
+  std::vector<std::string> given_;
+};
+
+}  // namespace rdma

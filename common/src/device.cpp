@@ -1,0 +1,43 @@
+#include "rdma_tutorial/device.hpp"
+
+#include <cerrno>
+
+#include "rdma_tutorial/error.hpp"
+
+namespace rdma {
+
+void throw_no_device(int err) {
+  if (err == ENOSYS) {
+    throw tutorial_error(
+        "no RDMA device: this kernel has no RDMA support (ibv_get_device_list failed with ENOSYS)",
+        "run it inside the Soft-RoCE guest: scripts/rxe_vm.sh -- <command>");
+  }
+  if (err != 0) throw verbs_error(err, "ibv_get_device_list");
+  throw tutorial_error("no RDMA device found: no driver is loaded and no Soft-RoCE link exists",
+                       "create one with: sudo scripts/setup_rxe.sh (or run in the guest: "
+                       "scripts/rxe_vm.sh -- <command>); scripts/check_env.sh says what is missing");
+}
+
+device_list get_device_list() {
+  device_list result;
+  errno = 0;
+  result.list.reset(ibv_get_device_list(&result.count));
+  if (!result.list) throw_no_device(errno != 0 ? errno : EIO);
+  if (result.count == 0) throw_no_device(0);
+  return result;
+}
+
+context_ptr open_device(std::string_view name) {
+  const device_list list = get_device_list();
+  std::string known;
+  for (ibv_device* dev : list.devices()) {
+    const std::string_view dev_name = ibv_get_device_name(dev);
+    if (name.empty() || dev_name == name) {
+      return context_ptr(check_ptr(ibv_open_device(dev), "ibv_open_device(" + std::string(dev_name) + ")"));
+    }
+    known += (known.empty() ? "" : ", ") + std::string(dev_name);
+  }
+  throw tutorial_error("no RDMA device named '" + std::string(name) + "'", "devices present: " + known);
+}
+
+}  // namespace rdma

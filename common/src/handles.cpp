@@ -1,0 +1,17 @@
+#include "rdma_tutorial/handles.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace rdma::detail {
+
+void warn_destroy_failed(const char* call, int rc) noexcept {
+  const int err = rc < 0 ? errno : rc;
+  // Reached from destructors: no allocation that could throw, no exception.
+  const char* name = ::strerrorname_np(err);
+  std::fprintf(stderr, "warning: %s failed (%s): %s%s\n", call, name != nullptr ? name : "?", std::strerror(err),
+               err == EBUSY ? " (something created from it still exists; destroy that first)" : "");
+}
+
+}  // namespace rdma::detail

@@ -1,0 +1,37 @@
+#include "rdma_tutorial/main.hpp"
+
+#include <iostream>
+#include <string>
+
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/options.hpp"
+
+namespace rdma {
+
+namespace {
+
+void print_failure(const char* program, const std::string& what, const std::string& hint) {
+  std::cout.flush();  // keep what the program printed before the error above it
+  std::cerr << program << ": " << what << "\n";
+  if (!hint.empty()) std::cerr << "  likely fix: " << hint << "\n";
+}
+
+}  // namespace
+
+int run_main(const char* program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const usage_error& e) {
+    print_failure(program, e.what(), std::string("see ") + program + " --help");
+    return 2;
+  } catch (const verbs_error& e) {
+    print_failure(program, e.what(), e.hint());
+  } catch (const tutorial_error& e) {
+    print_failure(program, e.what(), e.hint());
+  } catch (const std::exception& e) {
+    print_failure(program, e.what(), "");
+  }
+  return 1;
+}
+
+}  // namespace rdma

@@ -1,0 +1,123 @@
+#include "rdma_tutorial/options.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <iostream>
+
+namespace rdma {
+
+long parse_integer(std::string_view text, std::string_view option, long min, long max) {
+  long value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) {
+    throw usage_error(std::string(option) + " expects a number, got '" + std::string(text) + "'");
+  }
+  if (value < min || value > max) {
+    throw usage_error(std::string(option) + " must be between " + std::to_string(min) + " and " +
+                      std::to_string(max) + ", got " + std::to_string(value));
+  }
+  return value;
+}
+
+option_parser::option_parser(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {}
+
+void option_parser::add_device_options(device_options& out) {
+  add('d', "ib-dev", "NAME", "RDMA device to use (default: the first one found)",
+      [&out](std::string_view v) { out.device = std::string(v); });
+  // 0 passes on purpose: the device's own EINVAL for port 0 is a lesson of stage 01.
+  add('p', "ib-port", "N", "device port, numbered from 1 (default 1)", [&out](std::string_view v) {
+    out.port = static_cast<std::uint8_t>(parse_integer(v, "--ib-port", 0, 255));
+  });
+  add('g', "gid-index", "N", "GID table index (default: the port's RoCE v2 IPv4 entry)",
+      [&out](std::string_view v) { out.gid_index = static_cast<int>(parse_integer(v, "--gid-index", 0, 65535)); });
+}
+
+void option_parser::add(char short_name, std::string long_name, std::string value_name, std::string help,
+                        std::function<void(std::string_view)> on_value) {
+  options_.push_back({short_name, std::move(long_name), std::move(value_name), std::move(help), std::move(on_value)});
+}
+
+void option_parser::allow_positional(std::string usage_name, std::size_t max) {
+  positional_name_ = std::move(usage_name);
+  max_positional_ = max;
+}
+
+const option_parser::option* option_parser::find_short(char c) const {
+  for (const auto& o : options_) {
+    if (o.short_name != 0 && o.short_name == c) return &o;
+  }
+  return nullptr;
+}
+
+const option_parser::option* option_parser::find_long(std::string_view name) const {
+  for (const auto& o : options_) {
+    if (o.long_name == name) return &o;
+  }
+  return nullptr;
+}
+
+bool option_parser::parse(int argc, const char* const* argv) {
+  positional_.clear();
+  given_.clear();
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::cout << help_text();
+      return false;
+    }
+    const option* opt = nullptr;
+    std::optional<std::string_view> inline_value;  // "--name=v" or "-dv"
+    std::string shown;                             // the option as the user wrote it
+    if (arg.starts_with("--") && arg.size() > 2) {
+      const auto eq = arg.find('=');
+      shown = std::string(arg.substr(0, eq));
+      opt = find_long(arg.substr(2, eq == std::string_view::npos ? eq : eq - 2));
+      if (eq != std::string_view::npos) inline_value = arg.substr(eq + 1);
+    } else if (arg.starts_with('-') && arg.size() > 1) {
+      shown = std::string(arg.substr(0, 2));
+      opt = find_short(arg[1]);
+      if (arg.size() > 2) inline_value = arg.substr(2);
+    } else {
+      if (positional_.size() >= max_positional_) {
+        throw usage_error("unexpected argument '" + std::string(arg) + "'");
+      }
+      positional_.emplace_back(arg);
+      continue;
+    }
+    if (opt == nullptr) throw usage_error("unknown option '" + shown + "'");
+    given_.push_back(opt->long_name);
+    if (opt->value_name.empty()) {
+      if (inline_value) throw usage_error(shown + " takes no value");
+      opt->on_value("");
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= argc) throw usage_error(shown + " needs a value (" + opt->value_name + ")");
+      inline_value = argv[++i];
+    }
+    opt->on_value(*inline_value);
+  }
+  return true;
+}
+
+bool option_parser::given(std::string_view long_name) const {
+  return std::find(given_.begin(), given_.end(), long_name) != given_.end();
+}
+
+std::string option_parser::help_text() const {
+  std::string text = "usage: " + program_ + " [options]";
+  if (max_positional_ > 0) text += " " + positional_name_;
+  text += "\n" + summary_ + "\n\noptions:\n";
+  for (const auto& o : options_) {
+    std::string left = o.short_name != 0 ? std::string("  -") + o.short_name + ", " : std::string("      ");
+    left += "--" + o.long_name;
+    if (!o.value_name.empty()) left += " " + o.value_name;
+    left.resize(std::max<std::size_t>(left.size() + 2, 28), ' ');
+    text += left + o.help + "\n";
+  }
+  text += "  -h, --help                show this help\n";
+  return text;
+}
+
+}  // namespace rdma

@@ -1,0 +1,144 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
+#include <system_error>
+
+namespace rdma::testing {
+
+namespace {
+
+void throw_errno(const char* call) { throw std::system_error(errno, std::generic_category(), call); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+int status_to_exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+process::process(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw std::invalid_argument("process: empty argv");
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw_errno("pipe2");
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw_errno("pipe2");
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+
+  pid_ = ::fork();
+  if (pid_ < 0) throw_errno("fork");
+  if (pid_ == 0) {
+    // Own process group, so a timeout kills a shell and everything it started.
+    ::setpgid(0, 0);
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::execvp(args[0], args.data());
+    const std::string msg = "cannot execute " + argv[0] + "\n";
+    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  out_fd_ = out_pipe[0];
+  err_fd_ = err_pipe[0];
+}
+
+process::~process() {
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  close_fd(out_fd_);
+  close_fd(err_fd_);
+}
+
+run_result process::wait(std::chrono::milliseconds timeout) {
+  run_result result;
+  if (pid_ <= 0) throw std::logic_error("process::wait called twice");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buffer[4096];
+  // Read until both pipes close; a program that keeps them open past the
+  // deadline is killed.
+  while (out_fd_ >= 0 || err_fd_ >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      ::kill(-pid_, SIGKILL);
+      break;
+    }
+    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 100)));
+    if (ready < 0 && errno != EINTR) throw_errno("poll");
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        (i == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close_fd(i == 0 ? out_fd_ : err_fd_);
+      }
+    }
+  }
+  // Both pipes closed, but the program may still run (it closed them itself).
+  int status = 0;
+  while (!result.timed_out && ::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      ::kill(-pid_, SIGKILL);
+      break;
+    }
+    ::usleep(10000);
+  }
+  if (result.timed_out) ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  close_fd(out_fd_);
+  close_fd(err_fd_);
+  result.exit_code = status_to_exit_code(status);
+  return result;
+}
+
+run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  process p(argv);
+  return p.wait(timeout);
+}
+
+run_result run_shell(const std::string& command, std::chrono::milliseconds timeout) {
+  return run({"/bin/sh", "-c", command}, timeout);
+}
+
+std::string program_from_env(const char* variable) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr || *value == '\0') {
+    throw std::runtime_error(std::string("environment variable ") + variable + " is not set (see meson.build)");
+  }
+  return value;
+}
+
+std::string describe(const run_result& r) {
+  std::string text = r.timed_out ? "timed out and was killed" : "exit code " + std::to_string(r.exit_code);
+  text += "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
+  return text;
+}
+
+}  // namespace rdma::testing

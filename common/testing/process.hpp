@@ -1,0 +1,58 @@
+// Test support: run the tutorial's real programs and see what they did.
+//
+// Device tests and the exercise/docs checkers start programs as a reader
+// would, bound every wait with a timeout (a hung RDMA program is a symptom
+// worth reporting, not a reason to hang CI), and look at the exit code and
+// both output streams.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace rdma::testing {
+
+struct run_result {
+  int exit_code = -1;      // the program's exit status; 128 + N when killed by signal N
+  bool timed_out = false;  // true: it was still running at the deadline and was killed
+  std::string out;
+  std::string err;
+  std::string all() const { return out + err; }
+};
+
+// One started program. Its output is collected while waiting; destroying a
+// process that still runs kills it, so a failed assertion leaks nothing.
+class process {
+ public:
+  explicit process(const std::vector<std::string>& argv);
+  ~process();
+  process(const process&) = delete;
+  process& operator=(const process&) = delete;
+
+  // Waits until the program exits or `timeout` passes (then kills it).
+  run_result wait(std::chrono::milliseconds timeout);
+
+  pid_t pid() const noexcept { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+};
+
+// Start, wait, collect.
+run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+
+// `sh -c command`, for command lines copied from a chapter.
+run_result run_shell(const std::string& command, std::chrono::milliseconds timeout);
+
+// The path a test was given in an environment variable (set by meson.build);
+// throws when it is missing so a misconfigured test fails instead of passing.
+std::string program_from_env(const char* variable);
+
+// One-line description for assertion messages: exit code and both streams.
+std::string describe(const run_result& r);
+
+}  // namespace rdma::testing

@@ -1,0 +1,76 @@
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <string>
+
+#include "rdma_tutorial/error.hpp"
+
+TEST_CASE("check_ptr should throw with the errno the call left behind") {
+  errno = ENOMEM;
+  int* nothing = nullptr;
+  try {
+    rdma::check_ptr(nothing, "ibv_reg_mr");
+    FAIL("no exception");
+  } catch (const rdma::verbs_error& e) {
+    CHECK(e.code().value() == ENOMEM);
+    CHECK(std::string(e.what()).starts_with("ibv_reg_mr failed (ENOMEM)"));
+    CHECK(e.hint().find("memlock") != std::string::npos);
+  }
+}
+
+TEST_CASE("check_ptr should pass a valid pointer through") {
+  int value = 3;
+  CHECK(rdma::check_ptr(&value, "x") == &value);
+}
+
+TEST_CASE("check_ptr should not report 'Success' when errno was left at zero") {
+  errno = 0;
+  int* nothing = nullptr;
+  try {
+    rdma::check_ptr(nothing, "ibv_create_cq");
+    FAIL("no exception");
+  } catch (const rdma::verbs_error& e) {
+    CHECK(e.code().value() != 0);
+  }
+}
+
+TEST_CASE("check_rc should take the returned value as the errno, ignoring errno itself") {
+  errno = EPERM;
+  try {
+    rdma::check_rc(EINVAL, "ibv_query_port(port 0)");
+    FAIL("no exception");
+  } catch (const rdma::verbs_error& e) {
+    CHECK(e.code().value() == EINVAL);
+    CHECK(e.call() == "ibv_query_port(port 0)");
+    CHECK(e.hint().find("start at 1") != std::string::npos);
+  }
+  CHECK_NOTHROW(rdma::check_rc(0, "ibv_modify_qp"));
+}
+
+TEST_CASE("check_errno should read errno after a -1 return and pass non-negative values through") {
+  errno = ETIMEDOUT;
+  CHECK_THROWS_AS(rdma::check_errno(-1, "rdma_resolve_addr"), rdma::verbs_error);
+  CHECK(rdma::check_errno(5, "ibv_poll_cq") == 5);
+}
+
+TEST_CASE("check_neg should turn a negative return into its errno and pass counts through") {
+  try {
+    rdma::check_neg(-EOPNOTSUPP, "ibv_query_gid_table");
+    FAIL("no exception");
+  } catch (const rdma::verbs_error& e) {
+    CHECK(e.code().value() == EOPNOTSUPP);
+  }
+  CHECK(rdma::check_neg(2L, "ibv_query_gid_table") == 2L);
+}
+
+TEST_CASE("likely_fix should match on the call name without its context and on errno") {
+  CHECK(rdma::likely_fix("ibv_get_device_list", ENOSYS).find("rxe_vm.sh") != std::string::npos);
+  CHECK(rdma::likely_fix("ibv_reg_mr(64 MiB)", ENOMEM).find("ulimit -l") != std::string::npos);
+  CHECK(rdma::likely_fix("ibv_reg_mr", ENOSYS).empty());
+  CHECK(rdma::likely_fix("anything", EPERM).find("privileges") != std::string::npos);
+}
+
+TEST_CASE("errno_name should give the symbolic name") {
+  CHECK(rdma::errno_name(EINVAL) == "EINVAL");
+  CHECK(rdma::errno_name(ENOMEM) == "ENOMEM");
+}

@@ -1,0 +1,51 @@
+// exercise_check: says whether an exercise is fixed.
+//
+//   exercise_check EXERCISE.cpp PROGRAM             learner: "fixed" / "still broken"
+//   exercise_check --expect broken EXERCISE.cpp PROGRAM
+//   exercise_check --expect fixed  EXERCISE.cpp PROGRAM
+//
+// PROGRAM is the stage built with the exercise file (or, for --expect fixed
+// in CI, the stage's own reference build). The exercise file's header says how
+// to run it and which symptom the broken form shows (see exercise_spec.hpp).
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "exercise_spec.hpp"
+#include "rdma_tutorial/main.hpp"
+#include "rdma_tutorial/options.hpp"
+
+int main(int argc, char** argv) {
+  return rdma::run_main("exercise_check", [&] {
+    std::string expect;
+    rdma::option_parser parser("exercise_check", "Runs PROGRAM as the exercise says and judges the result.");
+    parser.add(0, "expect", "broken|fixed", "exit 0 only if the verdict is this (CI proves both directions)",
+               [&](std::string_view v) { expect = v; });
+    parser.allow_positional("EXERCISE.cpp PROGRAM", 2);
+    if (!parser.parse(argc, argv)) return 0;
+    if (parser.positional().size() != 2) throw rdma::usage_error("needs EXERCISE.cpp and PROGRAM");
+    if (!expect.empty() && expect != "broken" && expect != "fixed") {
+      throw rdma::usage_error("--expect takes 'broken' or 'fixed'");
+    }
+    const std::string& exercise_file = parser.positional()[0];
+    std::ifstream in(exercise_file);
+    if (!in) throw std::runtime_error("cannot read " + exercise_file);
+    std::stringstream source;
+    source << in.rdbuf();
+    const auto spec = rdma::testing::parse_exercise_spec(source.str());
+
+    std::vector<std::string> command{parser.positional()[1]};
+    command.insert(command.end(), spec.args.begin(), spec.args.end());
+    const auto run = rdma::testing::run(command, std::chrono::seconds(spec.timeout_seconds));
+    const auto verdict = rdma::testing::judge(spec, run);
+
+    std::cout << (verdict.fixed ? "fixed" : "still broken") << ": " << spec.title << " (" << verdict.reason << ")\n";
+    if (expect.empty()) return verdict.fixed ? 0 : 1;
+    if (expect == "fixed") return verdict.fixed ? 0 : 1;
+    // As shipped, the exercise must fail with its own symptom, not any failure.
+    if (!verdict.symptom_seen) {
+      std::cout << "the symptom /" << spec.symptom << "/ did not show; the program printed:\n" << run.all();
+    }
+    return !verdict.fixed && verdict.symptom_seen ? 0 : 1;
+  });
+}

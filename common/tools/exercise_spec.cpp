@@ -1,0 +1,93 @@
+#include "exercise_spec.hpp"
+
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+namespace rdma::testing {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  std::istringstream in{std::string(text)};
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The first line of `text` that matches `re`, or the first non-empty line.
+std::string pick_line(const std::string& text, const std::regex* re) {
+  std::istringstream in(text);
+  std::string first;
+  for (std::string line; std::getline(in, line);) {
+    if (re != nullptr && std::regex_search(line, *re)) return line;
+    if (first.empty() && !trim(line).empty()) first = line;
+  }
+  return first;
+}
+
+}  // namespace
+
+exercise_spec parse_exercise_spec(std::string_view source) {
+  exercise_spec spec;
+  std::istringstream in{std::string(source)};
+  for (std::string raw; std::getline(in, raw);) {
+    std::string_view line = trim(raw);
+    if (!line.starts_with("//")) continue;
+    line = trim(line.substr(2));
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = line.substr(0, colon);
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (key == "EXERCISE") {
+      spec.title = value;
+    } else if (key == "SYMPTOM") {
+      spec.symptom = value;
+    } else if (key == "ARGS") {
+      spec.args = split_words(value);
+    } else if (key == "TIMEOUT") {
+      try {
+        spec.timeout_seconds = std::stoi(std::string(value));
+      } catch (const std::exception&) {
+        throw std::invalid_argument("TIMEOUT: expects seconds, got '" + std::string(value) + "'");
+      }
+    }
+  }
+  if (spec.title.empty()) throw std::invalid_argument("the exercise has no '// EXERCISE: <title>' line");
+  if (spec.symptom.empty()) throw std::invalid_argument("the exercise has no '// SYMPTOM: <regex>' line");
+  try {
+    std::regex check(spec.symptom);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument("SYMPTOM: is not a valid regex: " + std::string(e.what()));
+  }
+  return spec;
+}
+
+judgement judge(const exercise_spec& spec, const run_result& run) {
+  const std::regex symptom(spec.symptom);
+  const std::string output = run.all();
+  judgement j;
+  j.symptom_seen = std::regex_search(output, symptom);
+  if (run.timed_out) {
+    j.reason = "no answer within " + std::to_string(spec.timeout_seconds) + " s (killed)";
+    if (j.symptom_seen) j.reason += "; " + pick_line(output, &symptom);
+    return j;
+  }
+  j.fixed = run.exit_code == 0 && !j.symptom_seen;
+  if (j.fixed) {
+    j.reason = "exit code 0";
+  } else if (j.symptom_seen) {
+    j.reason = pick_line(output, &symptom);
+  } else {
+    j.reason = "exit code " + std::to_string(run.exit_code) + ": " + pick_line(run.err.empty() ? run.out : run.err, nullptr);
+  }
+  return j;
+}
+
+}  // namespace rdma::testing

@@ -1,0 +1,44 @@
+// What an exercise file declares about itself, and how a run is judged.
+//
+// An exercise is one source file that replaces one piece of a stage. Its
+// header comment carries, besides the TODO for the learner, these lines:
+//
+//   // EXERCISE: ports are numbered from 1        (title, required)
+//   // SYMPTOM: ibv_query_port\(port 0\)          (regex over the program's
+//                                                  output, required)
+//   // ARGS: -d rxe0                              (arguments, optional)
+//   // TIMEOUT: 30                                (seconds, optional)
+//
+// A run is "fixed" when the program exits 0 within the timeout and its output
+// does not show the symptom; anything else is "still broken". The exercise
+// suite also demands that the shipped file fails *with* the symptom, so an
+// exercise that breaks for an unrelated reason does not count as proven.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "process.hpp"
+
+namespace rdma::testing {
+
+struct exercise_spec {
+  std::string title;
+  std::string symptom;  // ECMAScript regex
+  std::vector<std::string> args;
+  int timeout_seconds = 30;
+};
+
+// Throws std::invalid_argument naming the missing or malformed line.
+exercise_spec parse_exercise_spec(std::string_view source);
+
+struct judgement {
+  bool fixed = false;
+  bool symptom_seen = false;
+  std::string reason;  // one line: what was seen
+};
+
+judgement judge(const exercise_spec& spec, const run_result& run);
+
+}  // namespace rdma::testing

@@ -1,0 +1,29 @@
+# Shared by the scripts that build and then run something on a device.
+# Source it; it defines functions only.
+
+# The checkout's root, whatever the caller's directory.
+repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P; }
+
+# True when this machine (or the guest we are in) has an RDMA port ACTIVE.
+have_active_port() {
+  grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state
+}
+
+# Configure (once, with -Werror as CI builds) and build.
+build_tree() {
+  local build="$1"
+  if [[ ! -f "$build/build.ninja" ]]; then
+    meson setup --werror "$build" >/dev/null || return 1
+  fi
+  ninja -C "$build" >/dev/null || ninja -C "$build"
+}
+
+# Run a command where an RDMA device is: natively if there is an active port
+# here, else inside the Soft-RoCE guest.
+on_device() {
+  if have_active_port; then
+    "$@"
+  else
+    "$(repo_root)/scripts/rxe_vm.sh" -- "$@"
+  fi
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The vm suite: scripts/rxe_vm.sh itself, booting real guests on this host.
+#   rxe_vm_test.sh BUILD_DIR
+# Skips (77) where no guest can boot: no qemu, or no kernel with rdma_rxe.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+build="$1"
+vm=scripts/rxe_vm.sh
+
+if [[ "${RXE_VM:-}" == 1 ]]; then echo "SKIP: already inside the guest"; exit 77; fi
+command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 not installed"; exit 77; }
+ls /lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko* >/dev/null 2>&1 \
+  || { echo "SKIP: no installed kernel ships rdma_rxe.ko"; exit 77; }
+
+failures=0
+expect() {  # expect WHAT ACTUAL_STATUS WANTED_STATUS OUTPUT PATTERN
+  local what="$1" status="$2" wanted="$3" output="$4" pattern="$5"
+  if [[ "$status" == "$wanted" ]] && grep -qE -- "$pattern" <<<"$output"; then
+    echo "ok: $what"
+  else
+    echo "FAILED: $what: exit status $status (wanted $wanted), output should match /$pattern/:"
+    echo "$output" | sed 's/^/  | /'
+    failures=$((failures + 1))
+  fi
+}
+
+out=$($vm -- ibv_devinfo 2>&1); expect "ibv_devinfo in the guest shows rxe0 PORT_ACTIVE" $? 0 "$out" 'state:[[:space:]]+PORT_ACTIVE'
+out=$($vm -- sh -c 'echo "$PWD"; exit 42' 2>&1); expect "the exit status and the directory come back from the guest" $? 42 "$out" "^$PWD\$"
+out=$($vm -- false 2>&1); expect "a failing command makes rxe_vm.sh fail" $? 1 "$out" '.*'
+out=$($vm --timeout 20 -- sleep 600 2>&1); expect "a hung command is ended by the time limit" $? 124 "$out" 'did not finish within 20s'
+out=$($vm --no-rxe -- "$build/subprojects/01_devices/devices" 2>&1)
+expect "with no rxe link, devices names the cause and the fix" $? 1 "$out" 'no RDMA device found: .*no Soft-RoCE link.*|setup_rxe.sh'
+exit $((failures > 0))

@@ -133,6 +133,8 @@ grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rx
 # The job: run in the host's root (read-only) with the writable shares on top.
 {
   echo '#!/bin/bash'
+  # The status goes to the host through the job share, whatever path ends the job.
+  printf 'trap '"'"'echo $? > %q/status'"'"' EXIT\n' "$work"
   echo 'export RXE_VM=1 RXE_VM_IPV4=192.0.2.1 HOME=/tmp/home LANG=C.UTF-8'
   echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
   for v in TERM CI MESON_TESTTHREADS ASAN_OPTIONS UBSAN_OPTIONS; do
@@ -180,8 +182,9 @@ for s in $shares_list job=$work; do
   mkdir -p "\$R\$path" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 "\$tag" "\$R\$path" \
     || fail "cannot mount \$path"
 done
-chroot \$R /bin/bash $work/job.sh < /dev/null > /dev/ttyS1 2>&1
-echo \$? > \$R$work/status
+# Through a pipe, not the serial tty: programs see what they would see under
+# CI or a redirect (no progress bars, no colours), and the host gets plain text.
+chroot \$R /bin/bash $work/job.sh < /dev/null 2>&1 | cat > /dev/ttyS1
 poweroff -f
 EOF
 chmod +x "$root/init"

@@ -84,13 +84,14 @@ busybox=$(command -v busybox || true)
 find_rxe_module() { find "/lib/modules/$1/kernel/drivers/infiniband/sw/rxe" -name 'rdma_rxe.ko*' 2>/dev/null | head -n1; }
 if [[ -z "$kver" ]]; then
   for candidate in $(ls /lib/modules 2>/dev/null | sort -rV); do
-    if [[ -r "/boot/vmlinuz-$candidate" && -n "$(find_rxe_module "$candidate")" ]]; then
+    if [[ -e "/boot/vmlinuz-$candidate" && -n "$(find_rxe_module "$candidate")" ]]; then
       kver="$candidate"; break
     fi
   done
 fi
 [[ -n "$kver" ]] || die "no installed kernel ships rdma_rxe.ko; install one: apt-get install linux-image-amd64"
-[[ -r "/boot/vmlinuz-$kver" ]] || die "/boot/vmlinuz-$kver is missing or unreadable"
+[[ -e "/boot/vmlinuz-$kver" ]] || die "/boot/vmlinuz-$kver is missing; install the matching kernel package"
+[[ -r "/boot/vmlinuz-$kver" ]] || die "/boot/vmlinuz-$kver is readable by root only (Ubuntu does that); make it readable: sudo chmod 0644 /boot/vmlinuz-$kver"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rxe_vm.XXXXXX")
 qemu_pid=""

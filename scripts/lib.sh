@@ -9,6 +9,13 @@ have_active_port() {
   grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state
 }
 
+# True when scripts/rxe_vm.sh can boot a guest here: qemu and an installed
+# kernel that ships rdma_rxe.
+guest_available() {
+  command -v qemu-system-x86_64 >/dev/null &&
+    compgen -G '/lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*' >/dev/null
+}
+
 # Configure (once, with -Werror as CI builds) and build.
 build_tree() {
   local build="$1"

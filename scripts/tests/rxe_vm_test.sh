@@ -8,9 +8,8 @@ build="$1"
 vm=scripts/rxe_vm.sh
 
 if [[ "${RXE_VM:-}" == 1 ]]; then echo "SKIP: already inside the guest"; exit 77; fi
-command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 not installed"; exit 77; }
-ls /lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko* >/dev/null 2>&1 \
-  || { echo "SKIP: no installed kernel ships rdma_rxe.ko"; exit 77; }
+source scripts/lib.sh
+guest_available || { echo "SKIP: no guest can boot here (needs qemu-system-x86_64 and a kernel with rdma_rxe.ko)"; exit 77; }
 
 failures=0
 expect() {  # expect WHAT ACTUAL_STATUS WANTED_STATUS OUTPUT PATTERN

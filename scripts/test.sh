@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command (and CI's): installs what is missing, configures
-# with -Werror, builds, runs the host suites (unit, nodevice, vm), then the
+# with -Werror, builds, runs the host suites (unit, nodevice, build, vm), then the
 # device suites (rxe, exercise, docs) on a native Soft-RoCE/RDMA port if there
 # is one, else inside the throwaway Soft-RoCE guest. Ends with one line
 # "N passed, N failed, N skipped"; exits non-zero on any failure.
@@ -21,9 +21,9 @@ fi
 logs="$build/meson-logs"
 rm -f "$logs"/host.json "$logs"/device.json
 
-echo "== host suites: unit, nodevice, vm"
+echo "== host suites: unit, nodevice, build, vm"
 meson test -C "$build" --no-rebuild --print-errorlogs --logbase host \
-  --suite unit --suite nodevice --suite vm
+  --suite unit --suite nodevice --suite build --suite vm
 
 runs=(host device)
 if have_active_port; then

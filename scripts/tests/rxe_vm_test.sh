@@ -29,4 +29,11 @@ out=$($vm -- false 2>&1); expect "a failing command makes rxe_vm.sh fail" $? 1 "
 out=$($vm --timeout 20 -- sleep 600 2>&1); expect "a hung command is ended by the time limit" $? 124 "$out" 'did not finish within 20s'
 out=$($vm --no-rxe -- "$build/subprojects/01_devices/devices" 2>&1)
 expect "with no rxe link, devices names the cause and the fix" $? 1 "$out" 'no RDMA device found: .*no Soft-RoCE link.*|setup_rxe.sh'
+# setup_rxe.sh for real: a guest with dummy0 but no link gets one, twice (idempotent), the doctor agrees, --remove undoes it.
+out=$($vm --no-rxe -- sh -c 'scripts/setup_rxe.sh && scripts/setup_rxe.sh && scripts/check_env.sh -q; scripts/setup_rxe.sh --remove && ls /sys/class/infiniband | wc -l' 2>&1)
+expect "setup_rxe.sh adds rxe0 once, keeps it on a rerun, removes it" $? 0 "$out" 'already exists on dummy0'
+expect "setup_rxe.sh reports the RoCE v2 IPv4 GID" 0 0 "$out" 'RoCE v2 IPv4 GID: index 1 +::ffff:192.0.2.1'
+problems=$(grep -E '^(FAIL|WARN)' <<<"$out")
+expect "the doctor finds nothing worse than the memlock warning" "$(wc -l <<<"$problems")" 1 "$problems" '^WARN memlock'
+expect "after --remove no device is left" 0 0 "$(tail -n1 <<<"$out")" '^0$'
 exit $((failures > 0))

@@ -15,6 +15,7 @@ build="${BUILD_DIR:-build}"
 # One line per stage: folder | what it teaches | the command to run.
 stages=(
   "01_devices|finding the hardware|$build/subprojects/01_devices/devices"
+  "02_pd_mr|protection and registration|$build/subprojects/02_pd_mr/pd_mr"
 )
 
 run_stages() {

@@ -2,11 +2,13 @@
 //
 // Allocates a protection domain, registers page-aligned buffers in it with
 // access flags chosen for what each buffer is for, and prints the keys a
-// registration hands out and who each key is for. Then it shows what limits
+// registration hands out and who each key is for. A loopback QP shows the
+// device enforcing the PD boundary at run time. Then it shows what limits
 // registration: the memlock limit (RLIMIT_MEMLOCK), what a registration costs
-// by size, and the ENOMEM a process gets past its limit. Nothing is sent.
+// by size, and the ENOMEM a process gets past its limit. Nothing leaves the
+// machine: the one RDMA Write goes from a QP to itself.
 //
-//   pd_mr [-d NAME] [--size BYTES] [--iters N]
+//   pd_mr [-d NAME] [-p PORT] [-g INDEX] [--size BYTES] [--iters N]
 //
 // Read it beside docs/02-pd-mr.md.
 #include <infiniband/verbs.h>
@@ -62,9 +64,13 @@ int main(int argc, char** argv) {
 
     // 2. Registration: keys, access flags, deregister before free.
     stage02::register_buffers(pd.get(), stage02::buffer_plans(), size);
+
+    // 3. What the PD protects: a QP may use only memory of its own PD, and
+    //    the PD cannot go while anything still hangs off it.
+    stage02::show_pd_boundary(ctx.get(), pd.get(), opts);
     show_pd_is_busy(pd.get());
 
-    // 3. What limits registration, what it costs, and what happens past the limit.
+    // 4. What limits registration, what it costs, and what happens past the limit.
     const rlimit memlock = stage02::print_memlock_limit();
     stage02::print_cost_table(pd.get(), memlock, iters);
     stage02::memlock_demo(pd.get(), memlock);

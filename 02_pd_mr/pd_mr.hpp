@@ -6,7 +6,12 @@
 #include <sys/resource.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
+
+#include "rdma_tutorial/gid.hpp"
+#include "rdma_tutorial/handles.hpp"
+#include "rdma_tutorial/options.hpp"
 
 namespace stage02 {
 
@@ -57,5 +62,14 @@ void print_cost_table(ibv_pd* pd, const rlimit& memlock, int iters);
 // Lowers the soft limit in-process and registers past it: ENOMEM, explained,
 // then the limit is restored (memlock.cpp).
 void memlock_demo(ibv_pd* pd, const rlimit& memlock);
+
+// An RDMA Write from a loopback QP in `pd`: first with the source buffer
+// registered in the same PD (must succeed), then with one registered in
+// another PD (must fail, with an error completion) (pd_boundary.cpp).
+void show_pd_boundary(ibv_context* ctx, ibv_pd* pd, const rdma::device_options& opts);
+
+// A preview of stage 03: an RC QP in `pd` connected to itself, in RTS
+// (loopback_qp.cpp).
+rdma::qp_ptr create_loopback_qp(ibv_pd* pd, ibv_cq* cq, std::uint8_t port, const rdma::gid_entry& gid);
 
 }  // namespace stage02

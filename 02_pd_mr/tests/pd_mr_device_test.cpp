@@ -68,6 +68,15 @@ TEST_CASE("pd_mr should show the buffers pinned while registered and unpinned af
   CHECK(has_line(r.out, R"(^after ibv_dereg_mr, before free: VmPin 0 KiB$)"));
 }
 
+TEST_CASE("a write from memory of the QP's own PD should land, one from another PD should fail in its completion") {
+  const auto r = run({pd_mr()}, 120s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(has_line(r.out, R"(^  source MR in the QP's PD:  wr_id 1: IBV_WC_RDMA_WRITE, \d+ bytes; target holds "hello, RDMA"$)"));
+  // Soft-RoCE says LOC_QP_OP_ERR where NICs typically say LOC_PROT_ERR; success would be the bug.
+  CHECK(has_line(r.out, R"(^  source MR in another PD:   wr_id 2: IBV_WC_LOC_(QP_OP|PROT)_ERR \(\d+, .*\), vendor_err 0x[0-9a-f]+   <- expected$)"));
+}
+
 TEST_CASE("pd_mr should show that a PD with an MR on it cannot be freed (EBUSY)") {
   const auto r = run({pd_mr()}, 120s);
   INFO(describe(r));

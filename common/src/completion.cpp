@@ -65,7 +65,8 @@ std::string wc_status_hint(ibv_wc_status status) {
     case IBV_WC_WR_FLUSH_ERR:
       return "the QP was already in the error state; look at the first failed completion";
     case IBV_WC_LOC_QP_OP_ERR:
-      return "the WR is not valid for this QP or its state (posted before RTS? too many SGEs?)";
+      return "the WR is not valid for this QP or its state (posted before RTS? too many SGEs?); Soft-RoCE "
+             "also reports an lkey whose MR is in another PD than the QP this way";
     default:
       return {};
   }

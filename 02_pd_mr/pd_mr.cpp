@@ -13,7 +13,6 @@
 // Read it beside docs/02-pd-mr.md.
 #include <infiniband/verbs.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <string>
 
@@ -32,7 +31,7 @@ namespace {
 void show_pd_is_busy(ibv_pd* pd) {
   stage02::aligned_buffer buf(stage02::page_size);
   rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE), "ibv_reg_mr"));
-  const int rc = ibv_dealloc_pd(pd);
+  const int rc = ibv_dealloc_pd(pd);  // EBUSY: mr still lives in it
   if (rc == 0) throw rdma::tutorial_error("ibv_dealloc_pd succeeded with an MR still registered on the PD");
   std::printf("ibv_dealloc_pd with an MR still on the PD: %s   <- expected\n",
               rdma::verbs_error(rc, "ibv_dealloc_pd").what());

@@ -1,0 +1,110 @@
+// Device test for stage 03: runs the real qp_state program on the device and
+// checks what it printed at every step, plus its error paths. Every run is
+// bounded; a hang is reported as a failure with what the program printed.
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <string>
+
+#include "process.hpp"
+
+using namespace std::chrono_literals;
+using rdma::testing::describe;
+using rdma::testing::run;
+
+namespace {
+
+std::string qp_state() { return rdma::testing::program_from_env("QP_STATE"); }
+
+bool has_line(const std::string& text, const std::string& pattern) {
+  return std::regex_search(text, std::regex(pattern, std::regex::multiline));
+}
+
+// The block one QP's connect_qp_rts printed, from its header to the next blank line.
+std::string block_of(const std::string& out, const std::string& label) {
+  const auto start = out.find("\n" + label + " (qp_num ");
+  REQUIRE_MESSAGE(start != std::string::npos, label << " never started connecting:\n" << out);
+  const auto end = out.find("\n\n", start + 1);
+  return out.substr(start + 1, end == std::string::npos ? std::string::npos : end - start);
+}
+
+}  // namespace
+
+TEST_CASE("both QPs should go RESET, INIT, RTR, RTS as ibv_query_qp reports, each step with its mask") {
+  const auto r = run({qp_state()}, 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  for (const std::string label : {"QP A", "QP B"}) {
+    const std::string block = block_of(r.out, label);
+    INFO(block);
+    CHECK(std::regex_search(block, std::regex(
+        "created +now RESET\n"
+        " +RESET -> INIT +now INIT +mask STATE\\|ACCESS_FLAGS\\|PKEY_INDEX\\|PORT\n.*\n"
+        " +INIT -> RTR +now RTR +mask STATE\\|AV\\|PATH_MTU\\|RQ_PSN\\|MIN_RNR_TIMER\\|MAX_DEST_RD_ATOMIC\\|DEST_QPN\n.*\n"
+        " +RTR -> RTS +now RTS +mask STATE\\|TIMEOUT\\|RETRY_CNT\\|RNR_RETRY\\|MAX_QP_RD_ATOMIC\\|SQ_PSN\n")));
+  }
+  // Each QP's rq_psn is the other's sq_psn (defaults 4000 and 2000).
+  CHECK(has_line(block_of(r.out, "QP A"), "rq_psn 2000,"));
+  CHECK(has_line(block_of(r.out, "QP A"), "sq_psn 4000,"));
+  CHECK(has_line(block_of(r.out, "QP B"), "rq_psn 4000,"));
+  CHECK(has_line(block_of(r.out, "QP B"), "sq_psn 2000,"));
+}
+
+TEST_CASE("each QP's dest_qp_num should be the other's qp_num") {
+  const auto r = run({qp_state()}, 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  std::smatch a;
+  std::smatch b;
+  REQUIRE(std::regex_search(r.out, a, std::regex("^QP A: qp_num (0x[0-9a-f]+),", std::regex::multiline)));
+  REQUIRE(std::regex_search(r.out, b, std::regex("^QP B: qp_num (0x[0-9a-f]+),", std::regex::multiline)));
+  CHECK(a[1] != b[1]);
+  CHECK(has_line(block_of(r.out, "QP A"), "dest_qp_num " + b[1].str() + ","));
+  CHECK(has_line(block_of(r.out, "QP B"), "dest_qp_num " + a[1].str() + ","));
+}
+
+TEST_CASE("a message should arrive each way, with successful completions on both ends") {
+  const auto r = run({qp_state()}, 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(has_line(r.out, "^  QP A send completion: wr_id 1: IBV_WC_SEND, 15 bytes$"));
+  CHECK(has_line(r.out, "^  QP B recv completion: wr_id 2: IBV_WC_RECV, 15 bytes$"));
+  CHECK(has_line(r.out, "^  QP B received \"hello from QP A\"$"));
+  CHECK(has_line(r.out, "^  QP B send completion: wr_id 3: IBV_WC_SEND, 15 bytes$"));
+  CHECK(has_line(r.out, "^  QP A recv completion: wr_id 4: IBV_WC_RECV, 15 bytes$"));
+  CHECK(has_line(r.out, "^  QP A received \"hello from QP B\"$"));
+  CHECK(has_line(r.out, "^both QPs are in RTS and a message went each way$"));
+}
+
+TEST_CASE("the knobs should reach the attributes the device gets") {
+  const auto r = run({qp_state(), "--mtu", "256", "--psn-a", "16777215", "--psn-b", "0", "--timeout", "10",
+                      "--retry-cnt", "1", "--rnr-retry", "7", "--min-rnr-timer", "5"}, 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(has_line(r.out, "path_mtu 256$"));
+  CHECK(has_line(block_of(r.out, "QP A"), "^ +path_mtu 256, dest_qp_num 0x[0-9a-f]+, rq_psn 0, max_dest_rd_atomic 1, "
+                                          "min_rnr_timer 5, dgid "));
+  CHECK(has_line(block_of(r.out, "QP A"), "^ +timeout 10, retry_cnt 1, rnr_retry 7, sq_psn 16777215, max_rd_atomic 1$"));
+  // PSNs are 24 bits and wrap: 0xffffff then 0 must still connect.
+  CHECK(has_line(r.out, "^  QP A received \"hello from QP B\"$"));
+}
+
+TEST_CASE("a path MTU above the port's active_mtu should be refused before any QP is touched") {
+  const auto r = run({qp_state(), "--mtu", "4096"}, 60s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.err, R"(^qp_state: --mtu 4096 is larger than the port's active_mtu \d+$)"));
+  CHECK(r.out.find("QP A") == std::string::npos);
+}
+
+TEST_CASE("an empty GID index should be an error naming it, and bad knobs a usage error") {
+  const auto g = run({qp_state(), "-g", "999"}, 60s);
+  INFO(describe(g));
+  CHECK(g.exit_code == 1);
+  CHECK(has_line(g.err, "^qp_state: GID index 999 is empty or past the table of port 1$"));
+  const auto u = run({qp_state(), "--retry-cnt", "8"}, 60s);
+  INFO(describe(u));
+  CHECK(u.exit_code == 2);
+  CHECK(has_line(u.err, "--retry-cnt must be between 0 and 7, got 8"));
+}

@@ -5,6 +5,7 @@
 // produces no completion at all until the sender's retries run out, and with
 // retry_cnt 7 on Soft-RoCE they never do; a program that polls forever then
 // just hangs. Here it says what it waited for instead.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -34,7 +35,7 @@ void check_post(int rc, const char* verb, const qp_buffers& qp) {
 }  // namespace
 
 void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std::string_view text,
-                  std::uint64_t first_wr_id, int wait_ms) {
+                  std::size_t size, std::uint64_t first_wr_id, int wait_ms) {
   std::printf("%.*s -> %.*s: \"%.*s\"\n", static_cast<int>(from.label.size()), from.label.data(),
               static_cast<int>(to.label.size()), to.label.data(), static_cast<int>(text.size()), text.data());
 
@@ -49,8 +50,10 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
   ibv_recv_wr* bad_recv = nullptr;
   check_post(ibv_post_recv(to.qp, &recv_wr, &bad_recv), "ibv_post_recv", to);
 
+  // `size` bytes: the text, then zeros (--size makes a message span packets).
+  std::memset(from.send_buf.data(), 0, size);
   std::memcpy(from.send_buf.data(), text.data(), text.size());
-  ibv_sge send_sge{reinterpret_cast<std::uintptr_t>(from.send_buf.data()), static_cast<std::uint32_t>(text.size()),
+  ibv_sge send_sge{reinterpret_cast<std::uintptr_t>(from.send_buf.data()), static_cast<std::uint32_t>(size),
                    from.lkey};
   ibv_send_wr send_wr{};
   send_wr.wr_id = first_wr_id;
@@ -59,7 +62,7 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
   send_wr.opcode = IBV_WR_SEND;
   send_wr.send_flags = IBV_SEND_SIGNALED;  // unsignaled sends produce no completion to wait for
   // Small payloads can travel inside the WQE: the device need not read the buffer.
-  if (text.size() <= from.max_inline_data) send_wr.send_flags |= IBV_SEND_INLINE;
+  if (size <= from.max_inline_data) send_wr.send_flags |= IBV_SEND_INLINE;
   ibv_send_wr* bad_send = nullptr;
   check_post(ibv_post_send(from.qp, &send_wr, &bad_send), "ibv_post_send", from);
 
@@ -95,8 +98,8 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
               rdma::describe_wc(send_wc).c_str());
   std::printf("  %.*s recv completion: %s\n", static_cast<int>(to.label.size()), to.label.data(),
               rdma::describe_wc(recv_wc).c_str());
-  std::printf("  %.*s received \"%.*s\"\n", static_cast<int>(to.label.size()), to.label.data(),
-              static_cast<int>(recv_wc.byte_len), to.recv_buf.data());
+  std::printf("  %.*s received \"%s\"\n", static_cast<int>(to.label.size()), to.label.data(),
+              std::string(to.recv_buf.data(), std::min<std::size_t>(recv_wc.byte_len, to.recv_buf.size())).c_str());
 }
 
 }  // namespace stage03

@@ -37,6 +37,8 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) {
                out.path.min_rnr_timer = static_cast<std::uint8_t>(number(v, "--min-rnr-timer", 31));
              });
+  parser.add(0, "size", "BYTES", "bytes per message, 15-4096: the text, then zeros (default 15)",
+             [&](std::string_view v) { out.size = static_cast<std::size_t>(rdma::parse_integer(v, "--size", 15, 4096)); });
   parser.add(0, "wait-ms", "MS", "give up waiting for a completion after MS (default 2000)",
              [&](std::string_view v) { out.wait_ms = static_cast<int>(number(v, "--wait-ms", 600000)); });
   return parser.parse(argc, argv);

@@ -17,6 +17,7 @@ struct options {
   std::uint32_t psn_b = 2000;   // QP B's sq_psn (QP A's rq_psn)
   path_params path;             // timeout, retry_cnt, rnr_retry, min_rnr_timer
   int wait_ms = 2000;           // bound on every CQ wait
+  std::size_t size = 15;        // bytes per message: the 15-byte text, zero-padded
 };
 
 // 256, 512, 1024, 2048, 4096 -> IBV_MTU_*; empty for anything else.

@@ -7,12 +7,14 @@
 //   QP A  --- Send "hello from QP A" (15 bytes) -->  QP B   (Recv posted first)
 //   QP A  <-- Send "hello from QP B" (15 bytes) ---  QP B   (Recv posted first)
 //
+// (--size pads both messages with zeros to that many bytes, up to 4096.)
+//
 // Both QPs use the same port and GID, so the packets go through Soft-RoCE's
 // loopback; stage 04 puts the peer in another process and exchanges QPN, PSN
 // and GID over TCP.
 //
 //   qp_state [-d NAME] [-p PORT] [-g INDEX] [--mtu BYTES] [--psn-a N] [--psn-b N]
-//            [--timeout N] [--retry-cnt N] [--rnr-retry N] [--min-rnr-timer N] [--wait-ms MS]
+//            [--timeout N] [--retry-cnt N] [--rnr-retry N] [--min-rnr-timer N] [--size BYTES] [--wait-ms MS]
 //
 // Read it beside docs/03-qp-state.md.
 #include <infiniband/verbs.h>
@@ -74,10 +76,10 @@ int main(int argc, char** argv) {
     // A PD and one registered buffer for both QPs' messages (stage 02 explains
     // both). LOCAL_WRITE because the receives write into it.
     rdma::pd_ptr pd(rdma::check_ptr(ibv_alloc_pd(ctx.get()), "ibv_alloc_pd"));
-    constexpr std::size_t slot = 64;
-    std::unique_ptr<char, decltype(&std::free)> buf(static_cast<char*>(std::aligned_alloc(4096, 4096)), &std::free);
+    constexpr std::size_t slot = 4096;  // one page per message buffer: 2 QPs x (send, recv)
+    std::unique_ptr<char, decltype(&std::free)> buf(static_cast<char*>(std::aligned_alloc(4096, 4 * slot)), &std::free);
     if (!buf) throw rdma::verbs_error(ENOMEM, "aligned_alloc");
-    rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd.get(), buf.get(), 4096, IBV_ACCESS_LOCAL_WRITE), "ibv_reg_mr"));
+    rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd.get(), buf.get(), 4 * slot, IBV_ACCESS_LOCAL_WRITE), "ibv_reg_mr"));
 
     // The CQ: big enough for every completion that can be outstanding at once.
     rdma::cq_ptr cq(rdma::check_ptr(ibv_create_cq(ctx.get(), 64, nullptr, nullptr, 0), "ibv_create_cq"));
@@ -95,8 +97,8 @@ int main(int argc, char** argv) {
                                 mr->lkey, cap_a.max_inline_data};
     const stage03::qp_buffers b{"QP B", qp_b.get(), {buf.get() + 2 * slot, slot}, {buf.get() + 3 * slot, slot},
                                 mr->lkey, cap_b.max_inline_data};
-    stage03::send_message(cq.get(), a, b, "hello from QP A", 1, opts.wait_ms);
-    stage03::send_message(cq.get(), b, a, "hello from QP B", 3, opts.wait_ms);
+    stage03::send_message(cq.get(), a, b, "hello from QP A", opts.size, 1, opts.wait_ms);
+    stage03::send_message(cq.get(), b, a, "hello from QP B", opts.size, 3, opts.wait_ms);
     std::printf("\nboth QPs are in RTS and a message went each way\n");
     return 0;
     // Teardown in reverse declaration order: QPs, CQ, MR, buffer, PD, context.

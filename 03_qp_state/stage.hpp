@@ -84,7 +84,8 @@ struct qp_buffers {
   std::uint32_t lkey;
   std::uint32_t max_inline_data;
 };
+// Sends `size` bytes (`text`, then zeros; size >= text.size()).
 void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std::string_view text,
-                  std::uint64_t first_wr_id, int wait_ms);
+                  std::size_t size, std::uint64_t first_wr_id, int wait_ms);
 
 }  // namespace stage03

@@ -90,6 +90,14 @@ TEST_CASE("the knobs should reach the attributes the device gets") {
   CHECK(has_line(r.out, "^  QP A received \"hello from QP B\"$"));
 }
 
+TEST_CASE("a message larger than the path MTU should arrive whole, split into packets and reassembled") {
+  const auto r = run({qp_state(), "--size", "4096", "--mtu", "256"}, 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(has_line(r.out, "^  QP B recv completion: wr_id 2: IBV_WC_RECV, 4096 bytes$"));
+  CHECK(has_line(r.out, "^  QP A received \"hello from QP B\"$"));
+}
+
 TEST_CASE("a path MTU above the port's active_mtu should be refused before any QP is touched") {
   const auto r = run({qp_state(), "--mtu", "4096"}, 60s);
   INFO(describe(r));

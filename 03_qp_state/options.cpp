@@ -29,7 +29,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.psn_b = number(v, "--psn-b", 0xffffff); });
   parser.add(0, "timeout", "N", "ack timeout 4.096 us * 2^N, 0 = never (default 14: 67 ms)",
              [&](std::string_view v) { out.path.timeout = static_cast<std::uint8_t>(number(v, "--timeout", 31)); });
-  parser.add(0, "retry-cnt", "N", "retransmissions before IBV_WC_RETRY_EXC_ERR, 0-7 (default 3)",
+  parser.add(0, "retry-cnt", "N", "retries without an ACK, 0-7; Soft-RoCE: 7 = forever (default 3)",
              [&](std::string_view v) { out.path.retry_cnt = static_cast<std::uint8_t>(number(v, "--retry-cnt", 7)); });
   parser.add(0, "rnr-retry", "N", "retries after an RNR NAK, 0-7, 7 = forever (default 3)",
              [&](std::string_view v) { out.path.rnr_retry = static_cast<std::uint8_t>(number(v, "--rnr-retry", 7)); });

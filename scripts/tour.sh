@@ -16,6 +16,7 @@ build="${BUILD_DIR:-build}"
 stages=(
   "01_devices|finding the hardware|$build/subprojects/01_devices/devices"
   "02_pd_mr|protection and registration|$build/subprojects/02_pd_mr/pd_mr"
+  "03_qp_state|the queue pair state machine|$build/subprojects/03_qp_state/qp_state"
 )
 
 run_stages() {

@@ -19,6 +19,7 @@
 // Read it beside docs/03-qp-state.md.
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -68,6 +69,8 @@ int main(int argc, char** argv) {
     ibv_port_attr port_attr{};
     rdma::check_rc(ibv_query_port(ctx.get(), opts.device.port, &port_attr), "ibv_query_port");
     stage03::path_params path = stage03::path_from_options(opts, port_attr.active_mtu);
+    // The address vector's sgid_index is 8 bits wide: a RoCE table may be longer.
+    if (gid.index > 255) throw rdma::tutorial_error("GID index " + std::to_string(gid.index) + " does not fit sgid_index");
     path.gid_index = static_cast<std::uint8_t>(gid.index);
     std::printf("%s port %u, GID [%d] %s (%s), active_mtu %d, path_mtu %d\n", ibv_get_device_name(ctx->device),
                 opts.device.port, gid.index, rdma::gid_to_string(gid.gid).c_str(), rdma::gid_type_name(gid.type),
@@ -100,7 +103,8 @@ int main(int argc, char** argv) {
     stage03::send_message(cq.get(), a, b, "hello from QP A", opts.size, 1, opts.wait_ms);
     stage03::send_message(cq.get(), b, a, "hello from QP B", opts.size, 3, opts.wait_ms);
     std::printf("\nboth QPs are in RTS and a message went each way\n");
+    // Teardown, by the handles, in reverse declaration order: QPs, CQ, MR,
+    // buffer, PD, context (each object keeps the ones before it busy).
     return 0;
-    // Teardown in reverse declaration order: QPs, CQ, MR, buffer, PD, context.
   });
 }

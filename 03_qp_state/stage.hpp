@@ -41,9 +41,13 @@ struct path_params {
   std::uint8_t port = 1;
   std::uint8_t gid_index = 0;      // our GID entry (rdma::choose_gid)
   ibv_mtu path_mtu = IBV_MTU_1024;  // must be equal at both ends, <= active_mtu
+  // The retry knobs (RTR -> RTS). 7 is special: rnr_retry 7 retries forever
+  // by the spec; retry_cnt 7 is seven retries by the spec, but Soft-RoCE
+  // retries forever (see the psn_mismatch exercise). Defaults of 3 make a
+  // broken connection fail in well under a second instead of hanging.
   std::uint8_t timeout = 14;        // ack timeout 4.096 us * 2^14 = 67 ms; 0 waits forever
-  std::uint8_t retry_cnt = 3;       // retransmissions without an ACK (7: see the chapter)
-  std::uint8_t rnr_retry = 3;       // retries after "receiver not ready"; 7 = forever
+  std::uint8_t retry_cnt = 3;       // resends of unacknowledged packets
+  std::uint8_t rnr_retry = 3;       // retries after "receiver not ready" NAKs
   std::uint8_t min_rnr_timer = 12;  // how long our peer waits after our RNR NAK (12: 0.64 ms)
 };
 

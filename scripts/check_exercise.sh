@@ -26,4 +26,4 @@ source_file="$stage/exercises/$name.cpp"
 [[ -f "$source_file" ]] || { echo "check_exercise: no exercise $1 (no $source_file); see --list" >&2; exit 2; }
 
 build_tree "$build" || { echo "still broken: it does not compile (see the errors above)"; exit 1; }
-on_device "$build/subprojects/common/exercise_check" "$source_file" "$build/subprojects/$stage/$name"
+on_device "$build/subprojects/common/exercise_check" "$source_file" "$build/subprojects/$stage/exercises/$name"

@@ -14,7 +14,7 @@ namespace stage01 {
 
 void print_gid_table(ibv_context* ctx, std::uint8_t port, const ibv_port_attr& port_attr,
                      std::optional<int> gid_index) {
-  const std::vector<rdma::gid_entry> table = rdma::query_gid_table(ctx, port);
+  const std::vector<rdma::gid_entry> table = rdma::query_gid_table(ctx, port, port_attr);
   const bool ethernet = port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
   const std::optional<int> picked = gid_index ? gid_index : rdma::pick_default_gid(table, ethernet);
 

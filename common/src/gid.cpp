@@ -31,9 +31,7 @@ bool is_ipv4_mapped(const ibv_gid& gid) {
          gid.raw[11] == 0xff;
 }
 
-std::vector<gid_entry> query_gid_table(ibv_context* ctx, std::uint8_t port) {
-  ibv_port_attr port_attr{};
-  check_rc(ibv_query_port(ctx, port, &port_attr), "ibv_query_port(port " + std::to_string(port) + ")");
+std::vector<gid_entry> query_gid_table(ibv_context* ctx, std::uint8_t port, const ibv_port_attr& port_attr) {
   std::vector<gid_entry> table;
   for (int index = 0; index < port_attr.gid_tbl_len; ++index) {
     ibv_gid_entry raw{};
@@ -69,7 +67,7 @@ std::optional<int> pick_default_gid(std::span<const gid_entry> table, bool ether
 gid_entry choose_gid(ibv_context* ctx, std::uint8_t port, std::optional<int> requested) {
   ibv_port_attr port_attr{};
   check_rc(ibv_query_port(ctx, port, &port_attr), "ibv_query_port(port " + std::to_string(port) + ")");
-  const std::vector<gid_entry> table = query_gid_table(ctx, port);
+  const std::vector<gid_entry> table = query_gid_table(ctx, port, port_attr);
   const bool ethernet = port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
   const std::optional<int> index = requested ? requested : pick_default_gid(table, ethernet);
   if (!index) {

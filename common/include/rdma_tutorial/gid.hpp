@@ -32,9 +32,9 @@ std::string gid_to_string(const ibv_gid& gid);
 const char* gid_type_name(gid_type type);  // "IB", "RoCE v1", "RoCE v2"
 bool is_ipv4_mapped(const ibv_gid& gid);   // ::ffff:a.b.c.d
 
-// Every filled entry of the port's table (ibv_query_gid_ex per index;
-// empty slots, ENODATA, are skipped).
-std::vector<gid_entry> query_gid_table(ibv_context* ctx, std::uint8_t port);
+// Every filled entry of the port's table, which has port_attr.gid_tbl_len
+// slots (ibv_query_gid_ex per index; empty slots, ENODATA, are skipped).
+std::vector<gid_entry> query_gid_table(ibv_context* ctx, std::uint8_t port, const ibv_port_attr& port_attr);
 
 // The entry this tutorial uses when -g is not given: on Ethernet the first
 // RoCE v2 IPv4-mapped entry, else the first RoCE v2 entry; on InfiniBand the

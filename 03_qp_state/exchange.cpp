@@ -6,6 +6,7 @@
 // retry_cnt 7 on Soft-RoCE they never do; a program that polls forever then
 // just hangs. Here it says what it waited for instead.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -20,11 +21,13 @@ namespace stage03 {
 namespace {
 
 // ibv_post_send/ibv_post_recv return the errno value. On EINVAL the usual
-// cause in this stage is the QP's state, so the hint asks the QP.
+// cause in this stage is the QP's state, so the hint asks the QP. Other
+// errors keep the general hint (ENOMEM: the queue is full, not a state issue).
 void check_post(int rc, const char* verb, const qp_buffers& qp) {
   try {
     rdma::check_rc(rc, std::string(verb) + "(" + std::string(qp.label) + ")");
   } catch (const rdma::verbs_error& e) {
+    if (e.code().value() != EINVAL) throw;
     const std::string state = state_name(query_state(qp.qp, qp.label));
     throw rdma::tutorial_error(e.what(), std::string(qp.label) + " is in " + state + "; " +
                                              (std::string(verb) == "ibv_post_send" ? "sending needs RTS"
@@ -83,9 +86,9 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
               (send_done ? "" : " the send on " + std::string(from.label)) + (send_done || recv_done ? "" : " and") +
               (recv_done ? "" : " the receive on " + std::string(to.label)) + ")",
           "the message was lost and nobody gave up yet: check that each rq_psn equals the peer's sq_psn, "
-          "the path MTU and the GIDs; retry_cnt 7 and timeout 0 make Soft-RoCE retry forever");
+          "the path MTU and the GIDs; with timeout 0, or retry_cnt 7 on Soft-RoCE, the sender never gives up");
     }
-    rdma::check_wc(wc);  // wc.status first: on error only wr_id, status and vendor_err are valid
+    rdma::check_wc(wc);  // wc.status first: on error only wr_id, status, qp_num and vendor_err are valid
     if (wc.wr_id == first_wr_id) {
       send_wc = wc;
       send_done = true;

@@ -1,5 +1,6 @@
 // qp_state's command line: the device options every stage shares, plus the
-// knobs of the connection (chapter section "The knobs").
+// knobs of the connection (chapter sections "PSNs", "Path MTU" and
+// "RTR -> RTS: how to send, how long to wait").
 #pragma once
 
 #include <cstdint>

@@ -78,15 +78,17 @@ TEST_CASE("a message should arrive each way, with successful completions on both
 }
 
 TEST_CASE("the knobs should reach the attributes the device gets") {
+  // --size 4096 at MTU 256: A's message is 16 packets, PSN 0xffffff then 0..14.
   const auto r = run({qp_state(), "--mtu", "256", "--psn-a", "16777215", "--psn-b", "0", "--timeout", "10",
-                      "--retry-cnt", "1", "--rnr-retry", "7", "--min-rnr-timer", "5"}, 60s);
+                      "--retry-cnt", "1", "--rnr-retry", "7", "--min-rnr-timer", "5", "--size", "4096"}, 60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(has_line(r.out, "path_mtu 256$"));
   CHECK(has_line(block_of(r.out, "QP A"), "^ +path_mtu 256, dest_qp_num 0x[0-9a-f]+, rq_psn 0, max_dest_rd_atomic 1, "
                                           "min_rnr_timer 5, dgid "));
   CHECK(has_line(block_of(r.out, "QP A"), "^ +timeout 10, retry_cnt 1, rnr_retry 7, sq_psn 16777215, max_rd_atomic 1$"));
-  // PSNs are 24 bits and wrap: 0xffffff then 0 must still connect.
+  // PSNs are 24 bits and wrap: B must accept 0 after 0xffffff.
+  CHECK(has_line(r.out, "^  QP B recv completion: wr_id 2: IBV_WC_RECV, 4096 bytes$"));
   CHECK(has_line(r.out, "^  QP A received \"hello from QP B\"$"));
 }
 

@@ -78,7 +78,7 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (!send_done || !recv_done) {
     ibv_wc wc{};
-    const int n = rdma::check_neg(ibv_poll_cq(cq, 1, &wc), "ibv_poll_cq");  // negative on error
+    const int n = rdma::check_poll(ibv_poll_cq(cq, 1, &wc));
     if (n == 0) {
       if (std::chrono::steady_clock::now() < deadline) continue;
       throw rdma::tutorial_error(

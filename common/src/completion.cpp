@@ -85,6 +85,15 @@ std::string describe_wc(const ibv_wc& wc) {
          ibv_wc_status_str(wc.status) + "), vendor_err " + vendor_err;
 }
 
+int check_poll(int rc) {
+  if (rc < 0) {
+    throw tutorial_error("ibv_poll_cq failed (returned " + std::to_string(rc) + ")",
+                         "the CQ overran (more completions than CQ entries) or the device hit a fatal error; "
+                         "ibv_get_async_event says which");
+  }
+  return rc;
+}
+
 completion_error::completion_error(const ibv_wc& wc)
     : tutorial_error("completion failed: " + describe_wc(wc), wc_status_hint(wc.status)), status_(wc.status) {}
 

@@ -54,3 +54,9 @@ TEST_CASE("every status up to IBV_WC_TM_RNDV_INCOMPLETE should have a name") {
   }
   CHECK(rdma::wc_status_name(static_cast<ibv_wc_status>(30)) == "status 30");
 }
+
+TEST_CASE("check_poll should pass counts through and report a negative return as a number, not an errno") {
+  CHECK(rdma::check_poll(0) == 0);
+  CHECK(rdma::check_poll(3) == 3);
+  CHECK_THROWS_WITH_AS(rdma::check_poll(-2), "ibv_poll_cq failed (returned -2)", rdma::tutorial_error);
+}

@@ -36,6 +36,11 @@ class completion_error : public tutorial_error {
   ibv_wc_status status_;
 };
 
+// ibv_poll_cq returns how many completions it wrote, or a negative value on
+// failure that is NOT an errno (providers return -1, -2, ...), so neither
+// check_neg nor errno would name the cause correctly.
+int check_poll(int rc);
+
 inline void check_wc(const ibv_wc& wc) {
   if (wc.status != IBV_WC_SUCCESS) throw completion_error(wc);
 }

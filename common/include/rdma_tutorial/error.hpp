@@ -15,6 +15,9 @@
 //                         errno set               ibv_get_cq_event
 //   check_neg(rc, call)   count >= 0, or a        ibv_query_gid_table
 //                         negative errno value
+//
+// ibv_poll_cq is a fifth case: negative on failure but not an errno; use
+// check_poll from completion.hpp.
 #pragma once
 
 #include <cerrno>

@@ -71,8 +71,13 @@ void register_buffers(ibv_pd* pd, const std::vector<buffer_plan>& plans, std::si
   }
   std::printf("pinned by this process (VmPin): %zu KiB\n", pinned_bytes() / 1024);
 
-  // What the destructors would do anyway, spelled out once: deregister, then free.
-  for (auto& mr : mrs) rdma::check_rc(ibv_dereg_mr(mr.release()), "ibv_dereg_mr");
+  // What the destructors would do anyway, spelled out once: deregister, then
+  // free. Ownership is given up only after ibv_dereg_mr succeeded: if it fails,
+  // the MR is still registered and its mr_ptr must still deregister it.
+  for (auto& mr : mrs) {
+    rdma::check_rc(ibv_dereg_mr(mr.get()), "ibv_dereg_mr");
+    mr.release();
+  }
   std::printf("after ibv_dereg_mr, before free: VmPin %zu KiB\n", pinned_bytes() / 1024);
 }
 

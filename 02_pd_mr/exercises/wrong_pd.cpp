@@ -55,7 +55,7 @@ ibv_wc rdma_write(ibv_qp* qp, ibv_cq* cq, std::uint64_t wr_id, const aligned_buf
 
   ibv_wc wc{};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (rdma::check_neg(ibv_poll_cq(cq, 1, &wc), "ibv_poll_cq") == 0) {
+  while (rdma::check_poll(ibv_poll_cq(cq, 1, &wc)) == 0) {
     if (std::chrono::steady_clock::now() > deadline) throw rdma::tutorial_error("no completion within 5 s");
   }
   return wc;

@@ -2,8 +2,12 @@
 // an RC queue pair connected to itself (its own QPN and GID as the
 // destination), taken RESET -> INIT -> RTR -> RTS. docs/03-qp-state.md
 // explains every attribute; this stage needs nothing but a QP in a given PD
-// that executes an RDMA Write.
+// that executes an RDMA Write, and the write itself.
+#include <chrono>
+#include <string>
+
 #include "pd_mr.hpp"
+#include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
 
 namespace stage02 {
@@ -58,6 +62,38 @@ rdma::qp_ptr create_loopback_qp(ibv_pd* pd, ibv_cq* cq, std::uint8_t port, const
                                    IBV_QP_MAX_QP_RD_ATOMIC),
                  "ibv_modify_qp(RTR->RTS)");
   return qp;
+}
+
+rdma::mr_ptr register_in(ibv_pd* pd, const aligned_buffer& buf, int access, const std::string& name) {
+  return rdma::mr_ptr(rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), static_cast<unsigned>(access)),
+                                      "ibv_reg_mr(" + name + ")"));
+}
+
+// One signaled RDMA Write of the message from `source` into `target`, and
+// its completion (waited for at most 5 s).
+ibv_wc rdma_write(ibv_qp* qp, ibv_cq* cq, std::uint64_t wr_id, const aligned_buffer& source, const ibv_mr& source_mr,
+                  const aligned_buffer& target, const ibv_mr& target_mr) {
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<std::uintptr_t>(source.data());
+  sge.length = sizeof write_message;
+  sge.lkey = source_mr.lkey;  // names the source's MR: checked against the QP's PD
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(target.data());
+  wr.wr.rdma.rkey = target_mr.rkey;
+  ibv_send_wr* bad = nullptr;
+  rdma::check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send");  // accepted: nothing is checked yet
+
+  ibv_wc wc{};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (rdma::check_poll(ibv_poll_cq(cq, 1, &wc)) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) throw rdma::tutorial_error("no completion within 5 s");
+  }
+  return wc;
 }
 
 }  // namespace stage02

@@ -7,10 +7,8 @@
 // `other` stands in for a second client's PD in a server that keeps clients
 // apart. The QP lives in `pd`; so must every buffer its work requests name.
 // (Exercise: exercises/wrong_pd.cpp is this file with one buffer in `other`.)
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <string>
 
 #include "logic.hpp"
 #include "pd_mr.hpp"
@@ -18,44 +16,6 @@
 #include "rdma_tutorial/error.hpp"
 
 namespace stage02 {
-
-namespace {
-
-constexpr char message[] = "hello, RDMA";
-
-rdma::mr_ptr register_in(ibv_pd* pd, const aligned_buffer& buf, int access, const std::string& name) {
-  return rdma::mr_ptr(rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), static_cast<unsigned>(access)),
-                                      "ibv_reg_mr(" + name + ")"));
-}
-
-// One signaled RDMA Write of the message from `source` into `target`, and
-// its completion (waited for at most 5 s).
-ibv_wc rdma_write(ibv_qp* qp, ibv_cq* cq, std::uint64_t wr_id, const aligned_buffer& source, const ibv_mr& source_mr,
-                  const aligned_buffer& target, const ibv_mr& target_mr) {
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<std::uintptr_t>(source.data());
-  sge.length = sizeof message;
-  sge.lkey = source_mr.lkey;  // names the source's MR: checked against the QP's PD
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(target.data());
-  wr.wr.rdma.rkey = target_mr.rkey;
-  ibv_send_wr* bad = nullptr;
-  rdma::check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send");  // accepted: nothing is checked yet
-
-  ibv_wc wc{};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (rdma::check_poll(ibv_poll_cq(cq, 1, &wc)) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) throw rdma::tutorial_error("no completion within 5 s");
-  }
-  return wc;
-}
-
-}  // namespace
 
 void show_pd_boundary(ibv_context* ctx, ibv_pd* pd, const rdma::device_options& opts) {
   std::printf("\nthe PD boundary: a QP in this PD RDMA-writes to itself (loopback)\n");
@@ -70,7 +30,7 @@ void show_pd_boundary(ibv_context* ctx, ibv_pd* pd, const rdma::device_options& 
 
   // 1. The source in the QP's PD: the write goes through.
   aligned_buffer source(page_size);
-  std::memcpy(source.data(), message, sizeof message);
+  std::memcpy(source.data(), write_message, sizeof write_message);
   const rdma::mr_ptr source_mr = register_in(pd, source, 0, "source");
   const ibv_wc good = rdma_write(qp.get(), cq.get(), 1, source, *source_mr, target, *target_mr);
   rdma::check_wc(good);
@@ -79,7 +39,7 @@ void show_pd_boundary(ibv_context* ctx, ibv_pd* pd, const rdma::device_options& 
 
   // 2. The same write from a buffer registered in `other`.
   aligned_buffer stray(page_size);
-  std::memcpy(stray.data(), message, sizeof message);
+  std::memcpy(stray.data(), write_message, sizeof write_message);
   const rdma::mr_ptr stray_mr = register_in(other.get(), stray, 0, "stray");
   const ibv_wc bad = rdma_write(qp.get(), cq.get(), 2, stray, *stray_mr, target, *target_mr);
   if (bad.status == IBV_WC_SUCCESS) {

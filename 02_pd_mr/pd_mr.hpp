@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "rdma_tutorial/gid.hpp"
@@ -71,5 +72,17 @@ void show_pd_boundary(ibv_context* ctx, ibv_pd* pd, const rdma::device_options& 
 // A preview of stage 03: an RC QP in `pd` connected to itself, in RTS
 // (loopback_qp.cpp).
 rdma::qp_ptr create_loopback_qp(ibv_pd* pd, ibv_cq* cq, std::uint8_t port, const rdma::gid_entry& gid);
+
+// What the loopback RDMA Writes carry (loopback_qp.cpp).
+inline constexpr char write_message[] = "hello, RDMA";
+
+// ibv_reg_mr of `buf` in `pd`, owned; `name` goes into the error message.
+rdma::mr_ptr register_in(ibv_pd* pd, const aligned_buffer& buf, int access, const std::string& name);
+
+// One signaled RDMA Write of write_message from `source` into `target` on
+// `qp`, and its completion (waited for at most 5 s; not checked, the caller
+// decides what the status means).
+ibv_wc rdma_write(ibv_qp* qp, ibv_cq* cq, std::uint64_t wr_id, const aligned_buffer& source, const ibv_mr& source_mr,
+                  const aligned_buffer& target, const ibv_mr& target_mr);
 
 }  // namespace stage02

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "rdma_tutorial/error.hpp"
-#include "report.hpp"
+#include "stage.hpp"
 
 namespace stage01 {
 

@@ -5,9 +5,9 @@
 // GID table, marking the entry the rest of the tutorial uses by default.
 // Nothing is sent anywhere; this is the first thing to run on a new machine.
 //
-//   devices [-d NAME] [-p PORT] [-g INDEX]
+//   devices [-d NAME] [-i PORT] [-g INDEX]
 //
-// Read it beside docs/01-devices.md.
+// Read it beside docs/01-devices.md; stage.hpp lists the files in reading order.
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -18,7 +18,7 @@
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/options.hpp"
-#include "report.hpp"
+#include "stage.hpp"
 
 int main(int argc, char** argv) {
   return rdma::run_main("devices", [&] {
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     if (num_devices == 0) rdma::throw_no_device(0);
     std::cout << num_devices << (num_devices == 1 ? " RDMA device\n" : " RDMA devices\n");
 
-    // Every port, unless -p names one.
+    // Every port, unless -i names one.
     const auto only_port = parser.given("ib-port") ? std::optional<std::uint8_t>(opts.port) : std::nullopt;
     bool found = false;
     for (int i = 0; i < num_devices; ++i) {

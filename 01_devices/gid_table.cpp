@@ -4,11 +4,10 @@
 // v2: UDP/IP to port 4791), so both peers must pick the same version.
 // The tutorial's default is the RoCE v2 entry of the IPv4 address,
 // ::ffff:a.b.c.d, found by looking, never by hard-coding its index.
-#include <algorithm>
 #include <cstdio>
 
 #include "rdma_tutorial/gid.hpp"
-#include "report.hpp"
+#include "stage.hpp"
 
 namespace stage01 {
 
@@ -28,9 +27,9 @@ void print_gid_table(ibv_context* ctx, std::uint8_t port, const ibv_port_attr& p
   if (!picked) {
     std::printf("    no RoCE v2 entry: give %s an IP address, or choose an entry with -g\n",
                 table.empty() || table.front().netdev.empty() ? "the netdev" : table.front().netdev.c_str());
-  } else if (gid_index && !std::any_of(table.begin(), table.end(),
-                                       [&](const rdma::gid_entry& e) { return e.index == *gid_index; })) {
-    std::printf("    -g %d is not a filled entry of this table\n", *gid_index);
+  } else if (gid_index) {
+    // The same rule as every other program: -g must name a filled entry.
+    rdma::find_gid(table, *gid_index, port);
   }
 }
 

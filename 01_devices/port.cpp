@@ -9,7 +9,7 @@
 
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/port.hpp"
-#include "report.hpp"
+#include "stage.hpp"
 
 namespace stage01 {
 

@@ -2,7 +2,7 @@
 // phys_port_cnt says how many there are, and they are 1..phys_port_cnt.
 // Port 0 does not exist on an HCA; the kernel answers EINVAL.
 // (Exercise: exercises/port_zero.cpp is this file with that bug.)
-#include "report.hpp"
+#include "stage.hpp"
 
 namespace stage01 {
 

@@ -7,7 +7,7 @@
 //     verbs demand LOCAL_WRITE with it (ibv_reg_mr fails with EINVAL without);
 //   - a peer's RDMA Read only reads: REMOTE_READ alone is allowed.
 // (Exercise: exercises/remote_write_alone.cpp is this file with one flag missing.)
-#include "pd_mr.hpp"
+#include "stage.hpp"
 
 namespace stage02 {
 

@@ -13,9 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "logic.hpp"
-#include "pd_mr.hpp"
 #include "rdma_tutorial/error.hpp"
+#include "stage.hpp"
 
 namespace stage02 {
 
@@ -40,7 +39,7 @@ void print_cost_table(ibv_pd* pd, const rlimit& memlock, int iters) {
               iters);
   std::printf("%9s %7s   %s\n", "size", "pages", "reg+dereg   per page");
   for (const std::size_t size : sizes) {
-    aligned_buffer buf(size);
+    rdma::aligned_buffer buf(size);
     std::vector<double> samples;
     for (int i = 0; i < iters; ++i) {
       const auto start = std::chrono::steady_clock::now();

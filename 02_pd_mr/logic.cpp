@@ -1,4 +1,4 @@
-#include "logic.hpp"
+#include "stage.hpp"
 
 #include <infiniband/verbs.h>
 

@@ -2,7 +2,8 @@
 // every registered page counts. Past it ibv_reg_mr fails with ENOMEM, however
 // much RAM is free. The kernel checks the limit only for processes without
 // CAP_IPC_LOCK, which root has; so as root this program drops that capability
-// (from the effective set only) to behave as an ordinary user's program does.
+// (from the effective set only) before its first registration, and from then
+// on behaves as an ordinary user's program does.
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,12 +12,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
-#include "logic.hpp"
-#include "pd_mr.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/handles.hpp"
+#include "stage.hpp"
 
 namespace stage02 {
 
@@ -54,15 +55,27 @@ std::size_t pinned_bytes() {
   return 0;
 }
 
-rlimit print_memlock_limit() {
+rlimit apply_memlock_limit(std::optional<rlim_t> soft_kib) {
+  const bool dropped = drop_ipc_lock();
   rlimit limit{};
   rdma::check_errno(getrlimit(RLIMIT_MEMLOCK, &limit), "getrlimit(RLIMIT_MEMLOCK)");
-  std::printf("\nRLIMIT_MEMLOCK (ulimit -l): soft %s, hard %s\n", limit_text(limit.rlim_cur).c_str(),
+  if (soft_kib) {
+    // --memlock: what `ulimit -S -l N` does in a shell, for this process only.
+    if (limit.rlim_max != RLIM_INFINITY && *soft_kib * 1024 > limit.rlim_max) {
+      throw rdma::tutorial_error("--memlock " + std::to_string(*soft_kib) + " is above the hard limit " +
+                                     limit_text(limit.rlim_max),
+                                 "only root may raise the hard limit; pick a value up to it");
+    }
+    limit.rlim_cur = *soft_kib * 1024;
+    set_soft_limit(limit.rlim_cur, limit.rlim_max);
+  }
+  std::printf("RLIMIT_MEMLOCK (ulimit -l): soft %s, hard %s\n", limit_text(limit.rlim_cur).c_str(),
               limit_text(limit.rlim_max).c_str());
-  if (drop_ipc_lock()) {
-    std::printf("CAP_IPC_LOCK dropped: as root it lifts the limit; from here on it applies as for any user\n");
+  if (dropped) {
+    std::printf("CAP_IPC_LOCK dropped: as root it lifts the limit; here the limit holds for every "
+                "registration, as for any user\n");
   } else {
-    std::printf("CAP_IPC_LOCK not held: the limit applies\n");
+    std::printf("CAP_IPC_LOCK not held: the limit holds for every registration\n");
   }
   return limit;
 }
@@ -75,7 +88,7 @@ void memlock_demo(ibv_pd* pd, const rlimit& memlock) {
   std::printf("\nmemlock demo: soft limit lowered to %s with setrlimit, then ibv_reg_mr of %s\n",
               limit_text(lowered).c_str(), size_text(size).c_str());
   set_soft_limit(lowered, memlock.rlim_max);
-  aligned_buffer buf(size);
+  rdma::aligned_buffer buf(size);
   ibv_mr* raw_mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
   const int err = errno;
   rdma::mr_ptr mr(raw_mr);  // deregisters (before buf is freed) if it did succeed

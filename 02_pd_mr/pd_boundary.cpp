@@ -10,10 +10,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "logic.hpp"
-#include "pd_mr.hpp"
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
+#include "stage.hpp"
 
 namespace stage02 {
 
@@ -25,23 +24,19 @@ void show_pd_boundary(ibv_context* ctx, ibv_pd* pd, const rdma::device_options& 
   const rdma::gid_entry gid = rdma::choose_gid(ctx, opts.port, opts.gid_index);
   const rdma::qp_ptr qp = create_loopback_qp(pd, cq.get(), opts.port, gid);
 
-  aligned_buffer target(page_size);
-  const rdma::mr_ptr target_mr = register_in(pd, target, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "target");
+  const rdma::registered_buffer target(pd, page_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "target");
 
   // 1. The source in the QP's PD: the write goes through.
-  aligned_buffer source(page_size);
+  const rdma::registered_buffer source(pd, page_size, 0, "source");
   std::memcpy(source.data(), write_message, sizeof write_message);
-  const rdma::mr_ptr source_mr = register_in(pd, source, 0, "source");
-  const ibv_wc good = rdma_write(qp.get(), cq.get(), 1, source, *source_mr, target, *target_mr);
+  const ibv_wc good = rdma_write(qp.get(), cq.get(), 1, source, target);
   rdma::check_wc(good);
-  std::printf("  source MR in the QP's PD:  %s; target holds \"%s\"\n", rdma::describe_wc(good).c_str(),
-              static_cast<const char*>(target.data()));
+  std::printf("  source MR in the QP's PD:  %s; target holds \"%s\"\n", rdma::describe_wc(good).c_str(), target.data());
 
   // 2. The same write from a buffer registered in `other`.
-  aligned_buffer stray(page_size);
+  const rdma::registered_buffer stray(other.get(), page_size, 0, "stray");
   std::memcpy(stray.data(), write_message, sizeof write_message);
-  const rdma::mr_ptr stray_mr = register_in(other.get(), stray, 0, "stray");
-  const ibv_wc bad = rdma_write(qp.get(), cq.get(), 2, stray, *stray_mr, target, *target_mr);
+  const ibv_wc bad = rdma_write(qp.get(), cq.get(), 2, stray, target);
   if (bad.status == IBV_WC_SUCCESS) {
     throw rdma::tutorial_error("the device accepted an lkey from another PD than the QP's");
   }

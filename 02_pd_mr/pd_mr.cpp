@@ -1,38 +1,41 @@
 // Stage 02 — protection and registration.
 //
-// Allocates a protection domain, registers page-aligned buffers in it with
-// access flags chosen for what each buffer is for, and prints the keys a
-// registration hands out and who each key is for. A loopback QP shows the
-// device enforcing the PD boundary at run time. Then it shows what limits
-// registration: the memlock limit (RLIMIT_MEMLOCK), what a registration costs
-// by size, and the ENOMEM a process gets past its limit. Nothing leaves the
-// machine: the one RDMA Write goes from a QP to itself.
+// Shows the limit every registration is held to (RLIMIT_MEMLOCK), allocates
+// a protection domain, registers page-aligned buffers in it with access flags
+// chosen for what each buffer is for, and prints the keys a registration
+// hands out and who each key is for. A loopback QP shows the device enforcing
+// the PD boundary at run time. Then what a registration costs by size, and
+// the ENOMEM a process gets past its limit. Nothing leaves the machine: the
+// one RDMA Write goes from a QP to itself.
 //
-//   pd_mr [-d NAME] [-p PORT] [-g INDEX] [--size BYTES] [--iters N]
+//   pd_mr [-d NAME] [-i PORT] [-g INDEX] [--size BYTES] [--iters N] [--memlock KIB]
 //
-// Read it beside docs/02-pd-mr.md.
+// Read it beside docs/02-pd-mr.md; stage.hpp lists the files in reading order.
 #include <infiniband/verbs.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
-#include "logic.hpp"
-#include "pd_mr.hpp"
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/options.hpp"
+#include "stage.hpp"
 
 namespace {
 
 // The PD is the root every MR (and later every QP) hangs off. While anything
 // still hangs off it, the kernel refuses to free it: EBUSY.
-void show_pd_is_busy(ibv_pd* pd) {
-  stage02::aligned_buffer buf(stage02::page_size);
-  rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE), "ibv_reg_mr"));
-  const int rc = ibv_dealloc_pd(pd);  // EBUSY: mr still lives in it
-  if (rc == 0) throw rdma::tutorial_error("ibv_dealloc_pd succeeded with an MR still registered on the PD");
+void show_pd_is_busy(rdma::pd_ptr& pd) {
+  rdma::aligned_buffer buf(stage02::page_size);
+  rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd.get(), buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE), "ibv_reg_mr"));
+  const int rc = ibv_dealloc_pd(pd.get());  // EBUSY: mr still lives in it
+  if (rc == 0) {
+    pd.release();  // it is gone: the handle must not free it a second time
+    throw rdma::tutorial_error("ibv_dealloc_pd succeeded with an MR still registered on the PD");
+  }
   std::printf("ibv_dealloc_pd with an MR still on the PD: %s   <- expected\n",
               rdma::verbs_error(rc, "ibv_dealloc_pd").what());
 }
@@ -43,34 +46,44 @@ int main(int argc, char** argv) {
   return rdma::run_main("pd_mr", [&] {
     rdma::device_options opts;
     std::size_t size = 2 * stage02::page_size;
+    constexpr long largest_demo_buffer = 64L << 20;  // three of them are allocated, zeroed and registered
     int iters = 5;
+    std::optional<rlim_t> memlock_kib;
     rdma::option_parser parser("pd_mr", "Allocates a PD, registers memory, and measures what registration costs.");
     parser.add_device_options(opts);
-    parser.add(0, "size", "BYTES", "size of each demo buffer (default 8192)", [&](std::string_view v) {
-      size = static_cast<std::size_t>(rdma::parse_integer(v, "--size", 1, 1L << 30));
+    parser.add(0, "size", "BYTES", "size of each demo buffer, up to 64 MiB (default 8192)", [&](std::string_view v) {
+      size = static_cast<std::size_t>(rdma::parse_integer(v, "--size", 1, largest_demo_buffer));
     });
     parser.add(0, "iters", "N", "runs per size in the cost table; the median is shown (default 5)",
                [&](std::string_view v) { iters = static_cast<int>(rdma::parse_integer(v, "--iters", 1, 1000)); });
+    parser.add(0, "memlock", "KIB", "lower the soft memlock limit to KIB first, as ulimit -S -l KIB does",
+               [&](std::string_view v) { memlock_kib = static_cast<rlim_t>(rdma::parse_integer(v, "--memlock", 4, 1L << 30)); });
     if (!parser.parse(argc, argv)) return 0;
 
-    rdma::context_ptr ctx = rdma::open_device(opts.device);  // stage 01
-    std::printf("device %s\n", ibv_get_device_name(ctx->device));
+    // 1. The limit every registration below is held to (as for any user, root
+    //    too). Before the device is opened: the kernel refuses verbs that go
+    //    through write() (ibv_post_send on Soft-RoCE) with EACCES once the
+    //    process's credentials differ from those that opened the device, and
+    //    dropping a capability makes new credentials.
+    const rlimit memlock = stage02::apply_memlock_limit(memlock_kib);
 
-    // 1. The protection domain: raw, then owned (ibv_dealloc_pd on every path).
+    rdma::context_ptr ctx = rdma::open_device(opts.device);  // stage 01
+    std::printf("\ndevice %s\n", ibv_get_device_name(ctx->device));
+
+    // 2. The protection domain: raw, then owned (ibv_dealloc_pd on every path).
     ibv_pd* raw_pd = rdma::check_ptr(ibv_alloc_pd(ctx.get()), "ibv_alloc_pd");
     rdma::pd_ptr pd(raw_pd);
     std::printf("protection domain allocated (ibv_alloc_pd), handle %u\n", raw_pd->handle);
 
-    // 2. Registration: keys, access flags, deregister before free.
+    // 3. Registration: keys, access flags, deregister before free.
     stage02::register_buffers(pd.get(), stage02::buffer_plans(), size);
 
-    // 3. What the PD protects: a QP may use only memory of its own PD, and
+    // 4. What the PD protects: a QP may use only memory of its own PD, and
     //    the PD cannot go while anything still hangs off it.
     stage02::show_pd_boundary(ctx.get(), pd.get(), opts);
-    show_pd_is_busy(pd.get());
+    show_pd_is_busy(pd);
 
-    // 4. What limits registration, what it costs, and what happens past the limit.
-    const rlimit memlock = stage02::print_memlock_limit();
+    // 5. What a registration costs, and what happens past the limit.
     stage02::print_cost_table(pd.get(), memlock, iters);
     stage02::memlock_demo(pd.get(), memlock);
     return 0;

@@ -6,35 +6,21 @@
 //   rkey  for the peer: it puts it (with the address) into its RDMA Write or
 //         Read work requests. Only meaningful with a REMOTE_* access flag.
 //
+// The buffers are rdma::aligned_buffer (common/src/buffer.cpp): page-aligned
+// with posix_memalign, every page touched before it is registered.
+//
 // The order at the end matters: ibv_dereg_mr first, free() second. Memory
 // freed while still registered stays pinned, and the device may still write
 // into pages the allocator has already handed to someone else.
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "logic.hpp"
-#include "pd_mr.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/handles.hpp"
+#include "stage.hpp"
 
 namespace stage02 {
-
-aligned_buffer::aligned_buffer(std::size_t size) : size_(size) {
-  // posix_memalign returns the errno value itself (check_rc's convention).
-  rdma::check_rc(posix_memalign(&data_, page_size, size), "posix_memalign(" + size_text(size) + ")");
-  std::memset(data_, 0, size);  // touch every page now, not inside ibv_reg_mr
-}
-
-aligned_buffer::~aligned_buffer() { std::free(data_); }
-
-aligned_buffer::aligned_buffer(aligned_buffer&& other) noexcept : data_(other.data_), size_(other.size_) {
-  other.data_ = nullptr;
-  other.size_ = 0;
-}
 
 namespace {
 
@@ -58,11 +44,11 @@ void register_buffers(ibv_pd* pd, const std::vector<buffer_plan>& plans, std::si
               size_text(size).c_str(), page_size);
   // Buffers first, MRs second: the vectors are destroyed in reverse order of
   // declaration, so every MR is deregistered before its memory is freed.
-  std::vector<aligned_buffer> buffers;
+  std::vector<rdma::aligned_buffer> buffers;
   std::vector<rdma::mr_ptr> mrs;
   buffers.reserve(plans.size());
   for (const auto& plan : plans) {
-    aligned_buffer& buf = buffers.emplace_back(size);
+    rdma::aligned_buffer& buf = buffers.emplace_back(size);
     // ibv_reg_mr is a macro over __ibv_reg_mr, which takes the flags unsigned.
     ibv_mr* raw_mr = ibv_reg_mr(pd, buf.data(), buf.size(), static_cast<unsigned>(plan.access));
     rdma::check_ptr(raw_mr, std::string("ibv_reg_mr(") + plan.name + ", " + access_text(plan.access) + ")");

@@ -1,6 +1,8 @@
-// Connecting an RC QP: RESET -> INIT -> RTR -> RTS, with the peer's QPN, PSN
-// and GID. Nothing is sent on the wire by any of these steps; they only tell
-// the local device what to expect and how to send.
+// Connecting the two QPs: each is walked RESET -> INIT -> RTR -> RTS by
+// rdma::connect_qp_rts (common/src/qp.cpp), with the other's QPN, first PSN
+// and GID as its peer. After every step this file asks the device what it now
+// holds, with ibv_query_qp of exactly that step's mask, and prints that: the
+// values below come from the device, not from our own request.
 #include <cstdio>
 #include <string>
 
@@ -8,21 +10,35 @@
 
 namespace stage03 {
 
-void connect_qp_rts(ibv_qp* qp, std::string_view label, std::uint32_t sq_psn, const peer_info& peer,
-                    const path_params& path) {
-  std::printf("%.*s (qp_num 0x%x) to peer qp_num 0x%x\n", static_cast<int>(label.size()), label.data(), qp->qp_num,
-              peer.qp_num);
-  std::printf("  %-14s now %s\n", "created", state_name(query_state(qp, label)).c_str());
-  modify_qp(qp, label, init_transition(path.port, 0));
-  modify_qp(qp, label, rtr_transition(peer, path));
-  modify_qp(qp, label, rts_transition(sq_psn, path));
+namespace {
+
+void show_step(const qp_end& end, const rdma::transition& t) {
+  const ibv_qp_attr now = rdma::query_qp(end.qp, t.mask, end.label);
+  const std::string step = rdma::qp_state_name(t.from) + " -> " + rdma::qp_state_name(t.to);
+  const std::string held = rdma::describe_values(now, t.mask);
+  const std::string asked = rdma::describe_values(t.attr, t.mask);
+  std::printf("  %-14s now %-5s mask %s\n", step.c_str(), rdma::qp_state_name(now.qp_state).c_str(),
+              rdma::mask_names(t.mask).c_str());
+  std::printf("  %-14s %s\n", "", held.c_str());
+  // A device may adjust a value it was given; then both are shown.
+  if (held != asked) std::printf("  %-14s (asked: %s)\n", "", asked.c_str());
 }
 
-// Both ends are in this process, so each one's "peer info" is simply read
-// from the other; stage 04 gets the same three values over TCP.
-void connect_pair(const qp_end& a, const qp_end& b, const ibv_gid& gid, const path_params& path) {
-  connect_qp_rts(a.qp, a.label, a.sq_psn, peer_info{b.qp->qp_num, b.sq_psn, gid}, path);
-  connect_qp_rts(b.qp, b.label, b.sq_psn, peer_info{a.qp->qp_num, a.sq_psn, gid}, path);
+}  // namespace
+
+void connect_qp(const qp_end& end, const rdma::peer_info& peer, const rdma::qp_params& params) {
+  std::printf("%.*s (qp_num 0x%x) to peer qp_num 0x%x\n", static_cast<int>(end.label.size()), end.label.data(),
+              end.qp->qp_num, peer.qp_num);
+  std::printf("  %-14s now %s\n", "created", rdma::qp_state_name(rdma::query_qp_state(end.qp, end.label)).c_str());
+  rdma::connect_qp_rts(end.qp, end.label, end.sq_psn, peer, params,
+                       [&](const rdma::transition& t) { show_step(end, t); });
+}
+
+// Both ends are in this process, so each one's peer info is simply read from
+// the other; stage 04 gets the same three values over TCP.
+void connect_pair(const qp_end& a, const qp_end& b, const ibv_gid& gid, const rdma::qp_params& params) {
+  connect_qp(a, rdma::peer_info{b.qp->qp_num, b.sq_psn, gid}, params);
+  connect_qp(b, rdma::peer_info{a.qp->qp_num, a.sq_psn, gid}, params);
 }
 
 }  // namespace stage03

@@ -1,10 +1,10 @@
 // Proof that the pair is connected: one Send from `from` to `to`, matched by
 // a Recv posted beforehand, both completions polled from the shared CQ.
 //
-// Every wait is bounded. A packet that the peer drops (wrong PSN, wrong GID)
-// produces no completion at all until the sender's retries run out, and with
-// retry_cnt 7 on Soft-RoCE they never do; a program that polls forever then
-// just hangs. Here it says what it waited for instead.
+// Every wait is bounded (rdma::poll_cq_until). A packet that the peer drops
+// (wrong PSN, wrong GID) produces no completion at all until the sender's
+// retries run out, and with retry_cnt 7 on Soft-RoCE they never do; a program
+// that polls forever then just hangs. Here it says what it waited for instead.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -21,18 +21,16 @@ namespace stage03 {
 namespace {
 
 // ibv_post_send/ibv_post_recv return the errno value. On EINVAL the usual
-// cause in this stage is the QP's state, so the hint asks the QP. Other
-// errors keep the general hint (ENOMEM: the queue is full, not a state issue).
+// cause in this stage is the QP's state, so the hint asks the QP; other
+// errors keep the table's hint (ENOMEM: the queue is full, not a state issue).
 void check_post(int rc, const char* verb, const qp_buffers& qp) {
-  try {
-    rdma::check_rc(rc, std::string(verb) + "(" + std::string(qp.label) + ")");
-  } catch (const rdma::verbs_error& e) {
-    if (e.code().value() != EINVAL) throw;
-    const std::string state = state_name(query_state(qp.qp, qp.label));
-    throw rdma::tutorial_error(e.what(), std::string(qp.label) + " is in " + state + "; " +
-                                             (std::string(verb) == "ibv_post_send" ? "sending needs RTS"
-                                                                                   : "receiving needs INIT or later"));
+  if (rc == 0) return;
+  std::string hint;
+  if (rc == EINVAL) {
+    hint = std::string(qp.label) + " is in " + rdma::qp_state_name(rdma::query_qp_state(qp.qp, qp.label)) + "; " +
+           (std::string(verb) == "ibv_post_send" ? "sending needs RTS" : "receiving needs INIT or later");
   }
+  throw rdma::verbs_error(rc, std::string(verb) + "(" + std::string(qp.label) + ")", hint);
 }
 
 }  // namespace
@@ -70,7 +68,8 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
   check_post(ibv_post_send(from.qp, &send_wr, &bad_send), "ibv_post_send", from);
 
   // Two completions are due: the send at `from`, the receive at `to`. They
-  // may arrive in either order; they are printed in a fixed one.
+  // may arrive in either order; each is checked as it comes, and they are
+  // printed in a fixed order.
   ibv_wc send_wc{};
   ibv_wc recv_wc{};
   bool send_done = false;
@@ -78,9 +77,7 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (!send_done || !recv_done) {
     ibv_wc wc{};
-    const int n = rdma::check_poll(ibv_poll_cq(cq, 1, &wc));
-    if (n == 0) {
-      if (std::chrono::steady_clock::now() < deadline) continue;
+    if (rdma::poll_cq_until(cq, {&wc, 1}, deadline) == 0) {
       throw rdma::tutorial_error(
           "no completion within " + std::to_string(wait_ms) + " ms (still waiting for" +
               (send_done ? "" : " the send on " + std::string(from.label)) + (send_done || recv_done ? "" : " and") +
@@ -89,13 +86,8 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
           "the path MTU and the GIDs; with timeout 0, or retry_cnt 7 on Soft-RoCE, the sender never gives up");
     }
     rdma::check_wc(wc);  // wc.status first: on error only wr_id, status, qp_num and vendor_err are valid
-    if (wc.wr_id == first_wr_id) {
-      send_wc = wc;
-      send_done = true;
-    } else {
-      recv_wc = wc;
-      recv_done = true;
-    }
+    (wc.wr_id == first_wr_id ? send_wc : recv_wc) = wc;
+    (wc.wr_id == first_wr_id ? send_done : recv_done) = true;
   }
   std::printf("  %.*s send completion: %s\n", static_cast<int>(from.label.size()), from.label.data(),
               rdma::describe_wc(send_wc).c_str());

@@ -1,7 +1,11 @@
-#include "options.hpp"
+// qp_state's command line: the device options every stage shares (-d, -i, -g),
+// plus the knobs of the connection (chapter sections "PSNs", "Path MTU" and
+// "RTR -> RTS: how to send, how long to wait").
+#include <string>
 
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/port.hpp"
+#include "stage.hpp"
 
 namespace stage03 {
 
@@ -28,14 +32,14 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add(0, "psn-b", "N", "first PSN QP B sends (default 2000)",
              [&](std::string_view v) { out.psn_b = number(v, "--psn-b", 0xffffff); });
   parser.add(0, "timeout", "N", "ack timeout 4.096 us * 2^N, 0 = never (default 14: 67 ms)",
-             [&](std::string_view v) { out.path.timeout = static_cast<std::uint8_t>(number(v, "--timeout", 31)); });
+             [&](std::string_view v) { out.params.timeout = static_cast<std::uint8_t>(number(v, "--timeout", 31)); });
   parser.add(0, "retry-cnt", "N", "retries without an ACK, 0-7; Soft-RoCE: 7 = forever (default 3)",
-             [&](std::string_view v) { out.path.retry_cnt = static_cast<std::uint8_t>(number(v, "--retry-cnt", 7)); });
+             [&](std::string_view v) { out.params.retry_cnt = static_cast<std::uint8_t>(number(v, "--retry-cnt", 7)); });
   parser.add(0, "rnr-retry", "N", "retries after an RNR NAK, 0-7, 7 = forever (default 3)",
-             [&](std::string_view v) { out.path.rnr_retry = static_cast<std::uint8_t>(number(v, "--rnr-retry", 7)); });
-  parser.add(0, "min-rnr-timer", "N", "RNR delay code the peer waits, 0-31 (default 12: 0.64 ms)",
+             [&](std::string_view v) { out.params.rnr_retry = static_cast<std::uint8_t>(number(v, "--rnr-retry", 7)); });
+  parser.add(0, "min-rnr-timer", "N", "RNR delay code the peer waits, 0-31 (default 12: 0.64 ms; 0 is the longest, 655 ms)",
              [&](std::string_view v) {
-               out.path.min_rnr_timer = static_cast<std::uint8_t>(number(v, "--min-rnr-timer", 31));
+               out.params.min_rnr_timer = static_cast<std::uint8_t>(number(v, "--min-rnr-timer", 31));
              });
   parser.add(0, "size", "BYTES", "bytes per message, 15-4096: the text, then zeros (default 15)",
              [&](std::string_view v) { out.size = static_cast<std::size_t>(rdma::parse_integer(v, "--size", 15, 4096)); });
@@ -44,17 +48,23 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   return parser.parse(argc, argv);
 }
 
-path_params path_from_options(const options& opts, ibv_mtu active_mtu) {
-  path_params path = opts.path;
-  path.port = opts.device.port;
-  path.path_mtu = opts.mtu.value_or(active_mtu);
-  if (path.path_mtu > active_mtu) {
-    throw rdma::tutorial_error("--mtu " + std::to_string(rdma::mtu_bytes(path.path_mtu)) +
+rdma::qp_params params_from_options(const options& opts, ibv_mtu active_mtu, int gid_index) {
+  rdma::qp_params params = opts.params;
+  params.port = opts.device.port;
+  params.path_mtu = opts.mtu.value_or(active_mtu);
+  if (params.path_mtu > active_mtu) {
+    throw rdma::tutorial_error("--mtu " + std::to_string(rdma::mtu_bytes(params.path_mtu)) +
                                    " is larger than the port's active_mtu " + std::to_string(rdma::mtu_bytes(active_mtu)),
                                "use --mtu " + std::to_string(rdma::mtu_bytes(active_mtu)) +
                                    " or less; both ends of a connection must use the same path_mtu");
   }
-  return path;
+  // The address vector's sgid_index is 8 bits wide: a RoCE table may be longer.
+  if (gid_index > 255) {
+    throw rdma::tutorial_error("GID index " + std::to_string(gid_index) + " does not fit sgid_index (0-255)",
+                               "pick an entry below 256 with -g; 01_devices/devices lists them");
+  }
+  params.gid_index = static_cast<std::uint8_t>(gid_index);
+  return params;
 }
 
 }  // namespace stage03

@@ -1,7 +1,7 @@
 // Stage 03 — the queue pair state machine.
 //
 // Creates one CQ and two RC queue pairs in this process, connects them to
-// each other (RESET -> INIT -> RTR -> RTS, printing what ibv_query_qp says
+// each other (RESET -> INIT -> RTR -> RTS, printing what the device holds
 // after every step), and proves the connection with one Send each way:
 //
 //   QP A  --- Send "hello from QP A" (15 bytes) -->  QP B   (Recv posted first)
@@ -13,46 +13,43 @@
 // loopback; stage 04 puts the peer in another process and exchanges QPN, PSN
 // and GID over TCP.
 //
-//   qp_state [-d NAME] [-p PORT] [-g INDEX] [--mtu BYTES] [--psn-a N] [--psn-b N]
+//   qp_state [-d NAME] [-i PORT] [-g INDEX] [--mtu BYTES] [--psn-a N] [--psn-b N]
 //            [--timeout N] [--retry-cnt N] [--rnr-retry N] [--min-rnr-timer N] [--size BYTES] [--wait-ms MS]
 //
-// Read it beside docs/03-qp-state.md.
+// Read it beside docs/03-qp-state.md; stage.hpp lists the files in reading order.
 #include <infiniband/verbs.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
-#include <memory>
 #include <string>
 
-#include "options.hpp"
+#include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/port.hpp"
+#include "rdma_tutorial/qp.hpp"
 #include "stage.hpp"
 
 namespace {
 
-// Creation returns the caps the device really granted (it may round up).
-rdma::qp_ptr create_rc_qp(ibv_pd* pd, ibv_cq* cq, const char* label, ibv_qp_cap& granted) {
+void print_caps(const char* row, const ibv_qp_cap& cap) {
+  std::printf("  %-14s %11u %12u %13u %13u %16u\n", row, cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
+              cap.max_recv_sge, cap.max_inline_data);
+}
+
+// An RC QP on `cq`, and its queue sizes three ways: what ibv_create_qp wrote
+// back, and what ibv_query_qp reads from the device afterwards. Soft-RoCE
+// echoes the request at creation and rounds the queues up to 2^n - 1 inside;
+// the queried size is the one a full queue hits (ENOMEM on the next post).
+rdma::qp_ptr create_qp(ibv_pd* pd, ibv_cq* cq, const char* label, const ibv_qp_cap& asked, ibv_qp_cap& granted) {
+  granted = asked;
+  rdma::qp_ptr qp = rdma::create_rc_qp(pd, cq, cq, granted, label);  // one CQ for both directions and both QPs
   ibv_qp_init_attr init{};
-  init.send_cq = cq;  // one CQ for both directions and both QPs
-  init.recv_cq = cq;
-  init.qp_type = IBV_QPT_RC;
-  init.sq_sig_all = 0;              // only WRs with IBV_SEND_SIGNALED complete visibly
-  init.cap.max_send_wr = 16;        // outstanding sends; <= max_qp_wr
-  init.cap.max_recv_wr = 16;        // posted receives
-  init.cap.max_send_sge = 1;
-  init.cap.max_recv_sge = 1;
-  init.cap.max_inline_data = 64;    // bytes a send may carry inside its WQE
-  rdma::qp_ptr qp(rdma::check_ptr(ibv_create_qp(pd, &init), std::string("ibv_create_qp(") + label + ")"));
-  std::printf("%s: qp_num 0x%x, max_send_wr %u, max_recv_wr %u, max_send_sge %u, max_recv_sge %u, "
-              "max_inline_data %u\n",
-              label, qp->qp_num, init.cap.max_send_wr, init.cap.max_recv_wr, init.cap.max_send_sge,
-              init.cap.max_recv_sge, init.cap.max_inline_data);
-  granted = init.cap;
+  rdma::query_qp(qp.get(), IBV_QP_CAP, label, &init);
+  std::printf("%s: qp_num 0x%x\n", label, qp->qp_num);
+  print_caps("ibv_create_qp", granted);
+  print_caps("ibv_query_qp", init.cap);
   return qp;
 }
 
@@ -68,43 +65,50 @@ int main(int argc, char** argv) {
     const rdma::gid_entry gid = rdma::choose_gid(ctx.get(), opts.device.port, opts.device.gid_index);
     ibv_port_attr port_attr{};
     rdma::check_rc(ibv_query_port(ctx.get(), opts.device.port, &port_attr), "ibv_query_port");
-    stage03::path_params path = stage03::path_from_options(opts, port_attr.active_mtu);
-    // The address vector's sgid_index is 8 bits wide: a RoCE table may be longer.
-    if (gid.index > 255) throw rdma::tutorial_error("GID index " + std::to_string(gid.index) + " does not fit sgid_index");
-    path.gid_index = static_cast<std::uint8_t>(gid.index);
+    const rdma::qp_params params = stage03::params_from_options(opts, port_attr.active_mtu, gid.index);
     std::printf("%s port %u, GID [%d] %s (%s), active_mtu %d, path_mtu %d\n", ibv_get_device_name(ctx->device),
                 opts.device.port, gid.index, rdma::gid_to_string(gid.gid).c_str(), rdma::gid_type_name(gid.type),
-                rdma::mtu_bytes(port_attr.active_mtu), rdma::mtu_bytes(path.path_mtu));
+                rdma::mtu_bytes(port_attr.active_mtu), rdma::mtu_bytes(params.path_mtu));
 
-    // A PD and one registered buffer for both QPs' messages (stage 02 explains
-    // both). LOCAL_WRITE because the receives write into it.
+    // A PD and one registered buffer for both QPs' messages (stage 02).
+    // LOCAL_WRITE because the receives write into it.
     rdma::pd_ptr pd(rdma::check_ptr(ibv_alloc_pd(ctx.get()), "ibv_alloc_pd"));
     constexpr std::size_t slot = 4096;  // one page per message buffer: 2 QPs x (send, recv)
-    std::unique_ptr<char, decltype(&std::free)> buf(static_cast<char*>(std::aligned_alloc(4096, 4 * slot)), &std::free);
-    if (!buf) throw rdma::verbs_error(ENOMEM, "aligned_alloc");
-    rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd.get(), buf.get(), 4 * slot, IBV_ACCESS_LOCAL_WRITE), "ibv_reg_mr"));
+    const rdma::registered_buffer buf(pd.get(), 4 * slot, IBV_ACCESS_LOCAL_WRITE, "messages");
 
     // The CQ: big enough for every completion that can be outstanding at once.
-    rdma::cq_ptr cq(rdma::check_ptr(ibv_create_cq(ctx.get(), 64, nullptr, nullptr, 0), "ibv_create_cq"));
-    std::printf("CQ: %d entries\n", cq->cqe);
+    constexpr int cq_entries = 64;
+    rdma::cq_ptr cq(rdma::check_ptr(ibv_create_cq(ctx.get(), cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
+    std::printf("CQ: %d entries asked, %d granted\n", cq_entries, cq->cqe);
+
+    ibv_qp_cap asked{};
+    asked.max_send_wr = 16;      // outstanding sends; <= max_qp_wr
+    asked.max_recv_wr = 16;      // posted receives
+    asked.max_send_sge = 1;
+    asked.max_recv_sge = 1;
+    asked.max_inline_data = 64;  // bytes a send may carry inside its WQE
+    std::printf("%-16s %11s %12s %13s %13s %16s\n", "queue sizes", "max_send_wr", "max_recv_wr", "max_send_sge",
+                "max_recv_sge", "max_inline_data");
+    print_caps("asked", asked);
     ibv_qp_cap cap_a{};
     ibv_qp_cap cap_b{};
-    rdma::qp_ptr qp_a = create_rc_qp(pd.get(), cq.get(), "QP A", cap_a);
-    rdma::qp_ptr qp_b = create_rc_qp(pd.get(), cq.get(), "QP B", cap_b);
+    const rdma::qp_ptr qp_a = create_qp(pd.get(), cq.get(), "QP A", asked, cap_a);
+    const rdma::qp_ptr qp_b = create_qp(pd.get(), cq.get(), "QP B", asked, cap_b);
 
     std::printf("\n");
-    stage03::connect_pair({"QP A", qp_a.get(), opts.psn_a}, {"QP B", qp_b.get(), opts.psn_b}, gid.gid, path);
+    stage03::connect_pair({"QP A", qp_a.get(), opts.psn_a}, {"QP B", qp_b.get(), opts.psn_b}, gid.gid, params);
 
     std::printf("\n");
-    const stage03::qp_buffers a{"QP A", qp_a.get(), {buf.get(), slot}, {buf.get() + slot, slot},
-                                mr->lkey, cap_a.max_inline_data};
-    const stage03::qp_buffers b{"QP B", qp_b.get(), {buf.get() + 2 * slot, slot}, {buf.get() + 3 * slot, slot},
-                                mr->lkey, cap_b.max_inline_data};
+    const auto slots = buf.bytes();
+    const stage03::qp_buffers a{"QP A", qp_a.get(), slots.subspan(0, slot), slots.subspan(slot, slot), buf.lkey(),
+                                cap_a.max_inline_data};
+    const stage03::qp_buffers b{"QP B", qp_b.get(), slots.subspan(2 * slot, slot), slots.subspan(3 * slot, slot),
+                                buf.lkey(), cap_b.max_inline_data};
     stage03::send_message(cq.get(), a, b, "hello from QP A", opts.size, 1, opts.wait_ms);
     stage03::send_message(cq.get(), b, a, "hello from QP B", opts.size, 3, opts.wait_ms);
     std::printf("\nboth QPs are in RTS and a message went each way\n");
-    // Teardown, by the handles, in reverse declaration order: QPs, CQ, MR,
-    // buffer, PD, context (each object keeps the ones before it busy).
+    // Teardown, by the handles, in reverse declaration order: QPs, CQ, buffer
+    // (its MR, then its memory), PD, context; each keeps the ones before it busy.
     return 0;
   });
 }

@@ -12,21 +12,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
-# One line per stage: folder | what it teaches | the command to run.
-stages=(
-  "01_devices|finding the hardware|$build/subprojects/01_devices/devices"
-  "02_pd_mr|protection and registration|$build/subprojects/02_pd_mr/pd_mr"
-  "03_qp_state|the queue pair state machine|$build/subprojects/03_qp_state/qp_state"
-)
-
+# The stages come from stages.txt, the one list: folder | program | chapter | title.
 run_stages() {
-  local status=0
-  for line in "${stages[@]}"; do
-    IFS='|' read -r stage title command <<<"$line"
+  local status=0 stage program chapter title command
+  while IFS='|' read -r stage program chapter title; do
+    [[ -z "${stage// /}" || "$stage" == \#* ]] && continue
+    stage=$(xargs <<<"$stage") program=$(xargs <<<"$program") title=$(xargs <<<"$title")
+    command="$build/subprojects/$stage/$program"
     echo
     echo "=== $stage: $title  (\$ $command)"
     $command || { status=$?; echo "=== $stage exited with status $status"; }
-  done
+  done < stages.txt
   return "$status"
 }
 

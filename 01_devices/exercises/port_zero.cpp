@@ -1,15 +1,17 @@
 // EXERCISE: ports are numbered from 1
 // SYMPTOM: ibv_query_port\(port 0\) failed \(EINVAL\)
+// FIXED: ^  port 1$
+// FIXED: ^    state +PORT_\w+ \(\d\)$
 //
 // This is ports.cpp with one bug. Build and check it with
-//   scripts/check_exercise.sh 01_devices/port_zero
+//   scripts/check_exercise.sh port_zero
 // As shipped the report stops after the device attributes with
 //   devices: ibv_query_port(port 0) failed (EINVAL): Invalid argument
 //
 // TODO: the loop below asks the device about a port that does not exist.
 // Make it visit exactly the ports the device has. (Hint: docs/01-devices.md,
 // section "Ports".)
-#include "report.hpp"
+#include "stage.hpp"
 
 namespace stage01 {
 
@@ -20,7 +22,7 @@ void print_ports(ibv_context* ctx, const ibv_device_attr& attr, std::optional<st
     print_gid_table(ctx, *only_port, port_attr, gid_index);
     return;
   }
-  for (std::uint8_t port = 0; port < attr.phys_port_cnt; ++port) {
+  for (std::uint8_t port = 0; port < attr.phys_port_cnt; ++port) {  // TODO
     const ibv_port_attr port_attr = print_port(ctx, port);
     print_gid_table(ctx, port, port_attr, gid_index);
   }

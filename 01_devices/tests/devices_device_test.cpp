@@ -12,6 +12,7 @@
 #include <regex>
 #include <string>
 
+#include "output.hpp"
 #include "process.hpp"
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/error.hpp"
@@ -20,6 +21,7 @@
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using rdma::testing::describe;
+using rdma::testing::has_line;
 using rdma::testing::run;
 
 namespace {
@@ -31,17 +33,13 @@ std::string read_line(const fs::path& path) {
   return line;
 }
 
-std::string devices() { return rdma::testing::program_from_env("DEVICES"); }
+std::string devices() { return rdma::testing::program_from_env("PROGRAM"); }
 
 // The block of output between "\n<name>\n" and the next device (or the end).
 std::string section_of(const std::string& out, const std::string& name) {
   const auto start = out.find("\n" + name + "\n");
   REQUIRE_MESSAGE(start != std::string::npos, "device " << name << " missing from:\n" << out);
   return out.substr(start + 1);
-}
-
-bool has_line(const std::string& text, const std::string& pattern) {
-  return std::regex_search(text, std::regex(pattern, std::regex::multiline));
 }
 
 }  // namespace
@@ -119,7 +117,7 @@ TEST_CASE("-g should move the marker to the chosen entry") {
 }
 
 TEST_CASE("port 0 should be refused by the device with EINVAL and the hint that ports start at 1") {
-  const auto r = run({devices(), "-p", "0"}, 60s);
+  const auto r = run({devices(), "-i", "0"}, 60s);
   INFO(describe(r));
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("devices: ibv_query_port(port 0) failed (EINVAL): Invalid argument") != std::string::npos);
@@ -138,4 +136,20 @@ TEST_CASE("a bad command line should exit 2 with a usage hint") {
   INFO(describe(r));
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--ib-port expects a number, got 'many'") != std::string::npos);
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"-d", ""}, {"--help=yes"}, {"-p", "1"}}) {
+    std::vector<std::string> argv{devices()};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    const auto u = run(argv, 60s);
+    INFO(describe(u));
+    CHECK(u.exit_code == 2);
+    CHECK(has_line(u.err, "^  likely fix: see devices --help$"));
+  }
+}
+
+TEST_CASE("-g naming no filled entry should be an error after the table, as in every program") {
+  const auto r = run({devices(), "-g", "7"}, 60s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.out, R"(^    GID table \(\d+ of \d+ entries filled\)$)"));
+  CHECK(has_line(r.err, "^devices: GID index 7 is empty or past the table of port 1$"));
 }

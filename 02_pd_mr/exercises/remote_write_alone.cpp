@@ -1,23 +1,25 @@
 // EXERCISE: REMOTE_WRITE needs LOCAL_WRITE
 // SYMPTOM: ibv_reg_mr\(target, REMOTE_WRITE\) failed \(EINVAL\)
+// FIXED: ^  target  LOCAL_WRITE \| REMOTE_WRITE \(
+// FIXED: ^  target .*\n.*\n +rkey 0x[0-9a-f]+  for the peer
 //
 // This is access_flags.cpp with one bug. Build and check it with
-//   scripts/check_exercise.sh 02_pd_mr/remote_write_alone
+//   scripts/check_exercise.sh remote_write_alone
 // As shipped the program stops at the second buffer with
 //   pd_mr: ibv_reg_mr(target, REMOTE_WRITE) failed (EINVAL): Invalid argument
 //
 // TODO: the target buffer asks for exactly what the peer needs, which looks
 // minimal, and the kernel still refuses it. Give it the flag the verbs demand
-// alongside REMOTE_WRITE, and nothing more. (Hint: docs/02-pd-mr.md,
-// section "Access flags".)
-#include "pd_mr.hpp"
+// alongside REMOTE_WRITE, and nothing more; the peer must still be able to
+// write it. (Hint: docs/02-pd-mr.md, section "Access flags".)
+#include "stage.hpp"
 
 namespace stage02 {
 
 std::vector<buffer_plan> buffer_plans() {
   return {
       {"recv", "our receives land here", IBV_ACCESS_LOCAL_WRITE},
-      {"target", "the peer's RDMA Writes land here", IBV_ACCESS_REMOTE_WRITE},
+      {"target", "the peer's RDMA Writes land here", IBV_ACCESS_REMOTE_WRITE},  // TODO
       {"source", "the peer RDMA-Reads from here", IBV_ACCESS_REMOTE_READ},
   };
 }

@@ -1,8 +1,10 @@
 // EXERCISE: a QP may only use memory of its own PD
 // SYMPTOM: pd_mr: completion failed: wr_id 1: IBV_WC_LOC_(QP_OP|PROT)_ERR
+// FIXED: ^  source MR in the QP's PD:  wr_id 1: IBV_WC_RDMA_WRITE, \d+ bytes; target holds "hello, RDMA"$
+// FIXED: ^  source MR in another PD:   wr_id 2: IBV_WC_\w+_ERR .*<- expected$
 //
 // This is pd_boundary.cpp with one bug. Build and check it with
-//   scripts/check_exercise.sh 02_pd_mr/wrong_pd
+//   scripts/check_exercise.sh wrong_pd
 // As shipped the first RDMA Write, the one that should go through, fails in
 // its completion (Soft-RoCE reports IBV_WC_LOC_QP_OP_ERR, a NIC typically
 // IBV_WC_LOC_PROT_ERR):
@@ -11,15 +13,15 @@
 // checks the PD until the device processes the work request.
 //
 // TODO: find the buffer whose registration does not match the QP it is used
-// on, and register it where the QP lives. (Hint: docs/02-pd-mr.md, section
-// "The PD boundary".)
+// on, and register it where the QP lives. The second write must still fail:
+// it is the demonstration. (Hint: docs/02-pd-mr.md, section "The PD
+// boundary".)
 #include <cstdio>
 #include <cstring>
 
-#include "logic.hpp"
-#include "pd_mr.hpp"
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
+#include "stage.hpp"
 
 namespace stage02 {
 
@@ -31,23 +33,19 @@ void show_pd_boundary(ibv_context* ctx, ibv_pd* pd, const rdma::device_options& 
   const rdma::gid_entry gid = rdma::choose_gid(ctx, opts.port, opts.gid_index);
   const rdma::qp_ptr qp = create_loopback_qp(pd, cq.get(), opts.port, gid);
 
-  aligned_buffer target(page_size);
-  const rdma::mr_ptr target_mr = register_in(pd, target, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "target");
+  const rdma::registered_buffer target(pd, page_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "target");
 
   // 1. The source in the QP's PD: the write goes through.
-  aligned_buffer source(page_size);
+  const rdma::registered_buffer source(other.get(), page_size, 0, "source");  // TODO
   std::memcpy(source.data(), write_message, sizeof write_message);
-  const rdma::mr_ptr source_mr = register_in(other.get(), source, 0, "source");
-  const ibv_wc good = rdma_write(qp.get(), cq.get(), 1, source, *source_mr, target, *target_mr);
+  const ibv_wc good = rdma_write(qp.get(), cq.get(), 1, source, target);
   rdma::check_wc(good);
-  std::printf("  source MR in the QP's PD:  %s; target holds \"%s\"\n", rdma::describe_wc(good).c_str(),
-              static_cast<const char*>(target.data()));
+  std::printf("  source MR in the QP's PD:  %s; target holds \"%s\"\n", rdma::describe_wc(good).c_str(), target.data());
 
   // 2. The same write from a buffer registered in `other`.
-  aligned_buffer stray(page_size);
+  const rdma::registered_buffer stray(other.get(), page_size, 0, "stray");
   std::memcpy(stray.data(), write_message, sizeof write_message);
-  const rdma::mr_ptr stray_mr = register_in(other.get(), stray, 0, "stray");
-  const ibv_wc bad = rdma_write(qp.get(), cq.get(), 2, stray, *stray_mr, target, *target_mr);
+  const ibv_wc bad = rdma_write(qp.get(), cq.get(), 2, stray, target);
   if (bad.status == IBV_WC_SUCCESS) {
     throw rdma::tutorial_error("the device accepted an lkey from another PD than the QP's");
   }

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "../logic.hpp"
+#include "../stage.hpp"
 
 using stage02::access_text;
 using stage02::median;

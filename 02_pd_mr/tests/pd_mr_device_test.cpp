@@ -10,20 +10,18 @@
 #include <set>
 #include <string>
 
-#include "../logic.hpp"
+#include "output.hpp"
 #include "process.hpp"
+#include "../stage.hpp"
 
 using namespace std::chrono_literals;
 using rdma::testing::describe;
+using rdma::testing::has_line;
 using rdma::testing::run;
 
 namespace {
 
-std::string pd_mr() { return rdma::testing::program_from_env("PD_MR"); }
-
-bool has_line(const std::string& text, const std::string& pattern) {
-  return std::regex_search(text, std::regex(pattern, std::regex::multiline));
-}
+std::string pd_mr() { return rdma::testing::program_from_env("PROGRAM"); }
 
 std::string limit_text(rlim_t value) {
   return value == RLIM_INFINITY ? "unlimited" : std::to_string(value / 1024) + " KiB";
@@ -92,6 +90,8 @@ TEST_CASE("pd_mr should print the memlock limit getrlimit reports and measure ex
   CHECK(has_line(r.out, "^RLIMIT_MEMLOCK \\(ulimit -l\\): soft " + limit_text(limit.rlim_cur) + ", hard " +
                             limit_text(limit.rlim_max) + "$"));
   CHECK(has_line(r.out, "^CAP_IPC_LOCK (dropped|not held)"));
+  // The limit is shown, and applied, before the first registration.
+  CHECK(r.out.find("RLIMIT_MEMLOCK") < r.out.find("registering 3 buffers"));
   CHECK(has_line(r.out, "median of 1 runs"));
   const std::size_t bytes = limit.rlim_cur == RLIM_INFINITY ? std::size_t{128} << 20 : limit.rlim_cur;
   const auto sizes = stage02::table_sizes(bytes, std::size_t{64} << 20);
@@ -128,4 +128,37 @@ TEST_CASE("an unknown device should be an error naming the devices present") {
   INFO(describe(r));
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("pd_mr: no RDMA device named 'no_such_device'") != std::string::npos);
+}
+
+TEST_CASE("--memlock should lower the soft limit for the whole run, as ulimit -S -l does") {
+  const rlimit limit = memlock_here();
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < 64 * 1024) {
+    MESSAGE("skipped: the hard memlock limit is below 64 KiB here");
+    return;
+  }
+  const auto r = run({pd_mr(), "--iters", "1", "--memlock", "64"}, 120s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(has_line(r.out, "^RLIMIT_MEMLOCK \\(ulimit -l\\): soft 64 KiB, hard " + limit_text(limit.rlim_max) + "$"));
+  CHECK(has_line(r.out, R"(reg\+dereg   per page\n +4 KiB .*\n +8 KiB .*\n +16 KiB .*\n +32 KiB .*\n\n)"));
+  CHECK(has_line(r.out, "^soft limit restored to 64 KiB$"));
+}
+
+TEST_CASE("a demo buffer past the memlock limit should fail with ENOMEM and its fix, as root too") {
+  // 16 MiB x 3 under an 8 MiB limit: root would pin them all if CAP_IPC_LOCK
+  // were dropped only after the registrations.
+  const rlimit limit = memlock_here();
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < 8192 * 1024) {
+    MESSAGE("skipped: the hard memlock limit is below 8 MiB here");
+    return;
+  }
+  const auto r = run({pd_mr(), "--memlock", "8192", "--size", "16777216"}, 120s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.err, R"(^pd_mr: ibv_reg_mr\(recv, LOCAL_WRITE\) failed \(ENOMEM\))"));
+  CHECK(has_line(r.err, "^  likely fix: pinned memory is capped by RLIMIT_MEMLOCK"));
+  const auto big = run({pd_mr(), "--size", "1073741824"}, 60s);
+  INFO(describe(big));
+  CHECK(big.exit_code == 2);
+  CHECK(has_line(big.err, "--size must be between 1 and 67108864"));
 }

@@ -1,13 +1,15 @@
 // EXERCISE: sending needs RTS, not just RTR
 // SYMPTOM: ibv_post_send\(QP B\) failed
+// FIXED: ^  QP A received "hello from QP B"$
+// FIXED: ^both QPs are in RTS and a message went each way$
 //
 // This is connect.cpp with one bug. Build and check it with
-//   scripts/check_exercise.sh 03_qp_state/stop_at_rtr
+//   scripts/check_exercise.sh stop_at_rtr
 //
-// TODO: QP B only answers, so whoever wrote this stopped it at RTR, "ready to
-// receive". The first message (A -> B) arrives; the answer cannot leave.
-// Bring QP B all the way to RTS. (Hint: docs/03-qp-state.md, section
-// "RTR -> RTS".)
+// TODO: QP B only answers, so whoever wrote this walked it only as far as
+// RTR, "ready to receive". The first message (A -> B) arrives; the answer
+// cannot leave. Bring QP B all the way to RTS, as QP A is. (Hint:
+// docs/03-qp-state.md, section "The state machine".)
 #include <cstdio>
 #include <string>
 
@@ -17,26 +19,36 @@ namespace stage03 {
 
 namespace {
 
-void connect_qp_rtr(ibv_qp* qp, std::string_view label, const peer_info& peer, const path_params& path) {
-  std::printf("%.*s (qp_num 0x%x) to peer qp_num 0x%x\n", static_cast<int>(label.size()), label.data(), qp->qp_num,
-              peer.qp_num);
-  std::printf("  %-14s now %s\n", "created", state_name(query_state(qp, label)).c_str());
-  modify_qp(qp, label, init_transition(path.port, 0));
-  modify_qp(qp, label, rtr_transition(peer, path));
+void show_step(const qp_end& end, const rdma::transition& t) {
+  const ibv_qp_attr now = rdma::query_qp(end.qp, t.mask, end.label);
+  const std::string step = rdma::qp_state_name(t.from) + " -> " + rdma::qp_state_name(t.to);
+  const std::string held = rdma::describe_values(now, t.mask);
+  const std::string asked = rdma::describe_values(t.attr, t.mask);
+  std::printf("  %-14s now %-5s mask %s\n", step.c_str(), rdma::qp_state_name(now.qp_state).c_str(),
+              rdma::mask_names(t.mask).c_str());
+  std::printf("  %-14s %s\n", "", held.c_str());
+  // A device may adjust a value it was given; then both are shown.
+  if (held != asked) std::printf("  %-14s (asked: %s)\n", "", asked.c_str());
 }
 
 }  // namespace
 
-void connect_qp_rts(ibv_qp* qp, std::string_view label, std::uint32_t sq_psn, const peer_info& peer,
-                    const path_params& path) {
-  connect_qp_rtr(qp, label, peer, path);
-  modify_qp(qp, label, rts_transition(sq_psn, path));
+void connect_qp(const qp_end& end, const rdma::peer_info& peer, const rdma::qp_params& params) {
+  std::printf("%.*s (qp_num 0x%x) to peer qp_num 0x%x\n", static_cast<int>(end.label.size()), end.label.data(),
+              end.qp->qp_num, peer.qp_num);
+  std::printf("  %-14s now %s\n", "created", rdma::qp_state_name(rdma::query_qp_state(end.qp, end.label)).c_str());
+  rdma::connect_qp_rts(end.qp, end.label, end.sq_psn, peer, params,
+                       [&](const rdma::transition& t) { show_step(end, t); });
 }
 
-void connect_pair(const qp_end& a, const qp_end& b, const ibv_gid& gid, const path_params& path) {
-  connect_qp_rts(a.qp, a.label, a.sq_psn, peer_info{b.qp->qp_num, b.sq_psn, gid}, path);
-  // QP B receives A's message, and RTR is "ready to receive"...
-  connect_qp_rtr(b.qp, b.label, peer_info{a.qp->qp_num, a.sq_psn, gid}, path);
+// Both ends are in this process, so each one's peer info is simply read from
+// the other; stage 04 gets the same three values over TCP.
+void connect_pair(const qp_end& a, const qp_end& b, const ibv_gid& gid, const rdma::qp_params& params) {
+  connect_qp(a, rdma::peer_info{b.qp->qp_num, b.sq_psn, gid}, params);
+  // QP B only answers, and RTR is "ready to receive": walk it that far.  // TODO
+  const rdma::peer_info peer_of_b{a.qp->qp_num, a.sq_psn, gid};  // TODO
+  rdma::modify_qp(b.qp, rdma::init_transition(params), b.label);  // TODO
+  rdma::modify_qp(b.qp, rdma::rtr_transition(peer_of_b, params), b.label);  // TODO
 }
 
 }  // namespace stage03

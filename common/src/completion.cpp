@@ -94,6 +94,16 @@ int check_poll(int rc) {
   return rc;
 }
 
+std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady_clock::time_point deadline) {
+  std::size_t got = 0;
+  while (got < wcs.size()) {
+    const int n = check_poll(ibv_poll_cq(cq, static_cast<int>(wcs.size() - got), wcs.data() + got));
+    got += static_cast<std::size_t>(n);
+    if (n == 0 && std::chrono::steady_clock::now() >= deadline) break;
+  }
+  return got;
+}
+
 completion_error::completion_error(const ibv_wc& wc)
     : tutorial_error("completion failed: " + describe_wc(wc), wc_status_hint(wc.status)), status_(wc.status) {}
 

@@ -1,6 +1,8 @@
 #include "rdma_tutorial/device.hpp"
 
 #include <cerrno>
+#include <filesystem>
+#include <system_error>
 
 #include "rdma_tutorial/error.hpp"
 
@@ -13,6 +15,20 @@ void throw_no_device(int err) {
         "run it inside the Soft-RoCE guest: scripts/rxe_vm.sh -- <command>");
   }
   if (err != 0) throw verbs_error(err, "ibv_get_device_list");
+  // libibverbs lists only the kernel's devices it has a user-space provider
+  // for (rdma-core's librxe, libmlx5, ...). Devices in sysfs and none listed:
+  // the provider is what is missing, not the device.
+  std::string in_kernel;
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/class/infiniband", ignored)) {
+    in_kernel += (in_kernel.empty() ? "" : ", ") + entry.path().filename().string();
+  }
+  if (!in_kernel.empty()) {
+    throw tutorial_error("no RDMA device found: the kernel has " + in_kernel +
+                             ", but libibverbs has no user-space provider for it",
+                         "install rdma-core's providers (Debian: ibverbs-providers, pulled in by rdma-core); "
+                         "libibverbs warns on stderr which provider library it could not load");
+  }
   throw tutorial_error("no RDMA device found: no driver is loaded and no Soft-RoCE link exists",
                        "create one with: sudo scripts/setup_rxe.sh (or run in the guest: "
                        "scripts/rxe_vm.sh -- <command>); scripts/check_env.sh says what is missing");

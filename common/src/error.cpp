@@ -42,14 +42,18 @@ constexpr std::array known_causes{
     known_cause{"ibv_modify_qp", EINVAL,
                 "an attribute this transition needs is missing from the mask, or a "
                 "value (GID index, MTU, port) is out of range"},
+    known_cause{"ibv_modify_qp", ENETUNREACH,
+                "INIT -> RTR looks up the peer's MAC through the route and neighbour tables of "
+                "the netdev under the port; that netdev is down or has no route to the peer's "
+                "GID (ip -br link; ip route get <peer address>)"},
+    known_cause{"ibv_post_send", EACCES,
+                "the process's credentials changed (setuid, setgid, capset) after it opened the device, and the "
+                "kernel refuses that file's commands from other credentials; change them before ibv_open_device"},
     known_cause{"ibv_post_send", ENOMEM,
-                "the send queue is full (more WRs outstanding than max_send_wr); poll "
-                "completions before posting more"},
+                "the send queue is full: more WRs outstanding than it holds (ibv_query_qp's max_send_wr, "
+                "which may exceed what was asked); poll completions before posting more"},
     known_cause{"ibv_post_recv", ENOMEM,
-                "the receive queue is full (more WRs posted than max_recv_wr)"},
-    known_cause{"rdma_resolve_route", ENODEV,
-                "no RDMA device owns the address; attach Soft-RoCE to that interface "
-                "(scripts/setup_rxe.sh) and use an address that is not 127.x"},
+                "the receive queue is full: more receives posted than it holds (ibv_query_qp's max_recv_wr)"},
     known_cause{"", EPERM,
                 "this needs privileges; check that /dev/infiniband/* is accessible"},
 };
@@ -66,10 +70,9 @@ std::string likely_fix(std::string_view call, int err) {
   return {};
 }
 
-verbs_error::verbs_error(int err, std::string call)
+verbs_error::verbs_error(int err, std::string call, std::string hint)
     : std::system_error(err, std::generic_category(), call + " failed (" + errno_name(err) + ")"),
-      call_(std::move(call)) {}
-
-std::string verbs_error::hint() const { return likely_fix(call_, code().value()); }
+      call_(std::move(call)),
+      hint_(hint.empty() ? likely_fix(call_, err) : std::move(hint)) {}
 
 }  // namespace rdma

@@ -75,10 +75,14 @@ gid_entry choose_gid(ibv_context* ctx, std::uint8_t port, std::optional<int> req
                          "give the netdev an IP address (RoCE GIDs are made from them), or pick an entry "
                          "with -g; 01_devices/devices lists the table");
   }
+  return find_gid(table, *index, port);
+}
+
+const gid_entry& find_gid(std::span<const gid_entry> table, int index, std::uint8_t port) {
   for (const gid_entry& entry : table) {
-    if (entry.index == *index) return entry;
+    if (entry.index == index) return entry;
   }
-  throw tutorial_error("GID index " + std::to_string(*index) + " is empty or past the table of port " +
+  throw tutorial_error("GID index " + std::to_string(index) + " is empty or past the table of port " +
                            std::to_string(port),
                        "01_devices/devices lists the filled entries");
 }

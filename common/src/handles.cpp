@@ -8,6 +8,7 @@ namespace rdma::detail {
 
 void warn_destroy_failed(const char* call, int rc) noexcept {
   const int err = rc < 0 ? errno : rc;
+  std::fflush(stdout);  // what the program printed so far comes first in a log
   // Reached from destructors: no allocation that could throw, no exception.
   const char* name = ::strerrorname_np(err);
   std::fprintf(stderr, "warning: %s failed (%s): %s%s\n", call, name != nullptr ? name : "?", std::strerror(err),

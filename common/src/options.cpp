@@ -23,10 +23,13 @@ option_parser::option_parser(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {}
 
 void option_parser::add_device_options(device_options& out) {
-  add('d', "ib-dev", "NAME", "RDMA device to use (default: the first one found)",
-      [&out](std::string_view v) { out.device = std::string(v); });
+  add('d', "ib-dev", "NAME", "RDMA device to use (default: the first one found)", [&out](std::string_view v) {
+    // An empty name would silently mean "the first device"; say so instead.
+    if (v.empty()) throw usage_error("--ib-dev needs a device name (ibv_devices lists them)");
+    out.device = std::string(v);
+  });
   // 0 passes on purpose: the device's own EINVAL for port 0 is a lesson of stage 01.
-  add('p', "ib-port", "N", "device port, numbered from 1 (default 1)", [&out](std::string_view v) {
+  add('i', "ib-port", "N", "device port, numbered from 1 (default 1)", [&out](std::string_view v) {
     out.port = static_cast<std::uint8_t>(parse_integer(v, "--ib-port", 0, 255));
   });
   add('g', "gid-index", "N", "GID table index (default: the port's RoCE v2 IPv4 entry)",
@@ -66,6 +69,8 @@ bool option_parser::parse(int argc, const char* const* argv) {
       std::cout << help_text();
       return false;
     }
+    if (arg.starts_with("--help=")) throw usage_error("--help takes no value");
+    if (arg.starts_with("-h") && arg.size() > 2) throw usage_error("-h takes no value");
     const option* opt = nullptr;
     std::optional<std::string_view> inline_value;  // "--name=v" or "-dv"
     std::string shown;                             // the option as the user wrote it
@@ -84,6 +89,10 @@ bool option_parser::parse(int argc, const char* const* argv) {
       }
       positional_.emplace_back(arg);
       continue;
+    }
+    if (opt == nullptr && (shown == "-p" || shown == "--port")) {
+      throw usage_error("unknown option '" + shown + "': " + program_ +
+                        " has no TCP port; the device port is -i/--ib-port (as in perftest)");
     }
     if (opt == nullptr) throw usage_error("unknown option '" + shown + "'");
     given_.push_back(opt->long_name);

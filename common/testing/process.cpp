@@ -51,7 +51,9 @@ process::process(const std::vector<std::string>& argv) {
     ::setpgid(0, 0);
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
-    const int devnull = ::open("/dev/null", O_RDONLY);
+    // O_CLOEXEC: the program gets /dev/null as stdin (dup2 clears the flag on
+    // fd 0) and no stray copy of it; valgrind's --track-fds would see one.
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::execvp(args[0], args.data());
     const std::string msg = "cannot execute " + argv[0] + "\n";
@@ -118,13 +120,25 @@ run_result process::wait(std::chrono::milliseconds timeout) {
   return result;
 }
 
+std::chrono::milliseconds scaled(std::chrono::milliseconds timeout) {
+  const char* scale = std::getenv("RDMA_TUTORIAL_TIME_SCALE");
+  const long factor = scale != nullptr ? std::strtol(scale, nullptr, 10) : 1;
+  return factor > 1 ? timeout * factor : timeout;
+}
+
 run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  process p(argv);
-  return p.wait(timeout);
+  std::vector<std::string> command;
+  if (const char* wrapper = std::getenv("RDMA_TUTORIAL_WRAPPER"); wrapper != nullptr && *wrapper != '\0') {
+    command.emplace_back(wrapper);
+  }
+  command.insert(command.end(), argv.begin(), argv.end());
+  process p(command);
+  return p.wait(scaled(timeout));
 }
 
 run_result run_shell(const std::string& command, std::chrono::milliseconds timeout) {
-  return run({"/bin/sh", "-c", command}, timeout);
+  process p({"/bin/sh", "-c", command});  // never wrapped: the shell is not under test
+  return p.wait(scaled(timeout));
 }
 
 std::string program_from_env(const char* variable) {

@@ -42,11 +42,19 @@ class process {
   int err_fd_ = -1;
 };
 
-// Start, wait, collect.
+// Start, wait, collect. Two environment variables, set by the suites that
+// rerun the device tests under a checker (see common/stage_rules.build):
+//   RDMA_TUTORIAL_WRAPPER     a program put in front of argv (memcheck.sh);
+//   RDMA_TUTORIAL_TIME_SCALE  a whole number every timeout is multiplied by,
+//                             because a program under valgrind runs slower.
 run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
 
-// `sh -c command`, for command lines copied from a chapter.
+// `sh -c command`, for command lines copied from a chapter (never wrapped;
+// its timeout is scaled like run's).
 run_result run_shell(const std::string& command, std::chrono::milliseconds timeout);
+
+// `timeout` times RDMA_TUTORIAL_TIME_SCALE.
+std::chrono::milliseconds scaled(std::chrono::milliseconds timeout);
 
 // The path a test was given in an environment variable (set by meson.build);
 // throws when it is missing so a misconfigured test fails instead of passing.

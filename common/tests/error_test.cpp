@@ -74,3 +74,23 @@ TEST_CASE("errno_name should give the symbolic name") {
   CHECK(rdma::errno_name(EINVAL) == "EINVAL");
   CHECK(rdma::errno_name(ENOMEM) == "ENOMEM");
 }
+
+TEST_CASE("a hint given by the caller should be kept with the call and the errno") {
+  const rdma::verbs_error e(EINVAL, "ibv_modify_qp(QP A, INIT -> RTR)", "the mask lacks MIN_RNR_TIMER");
+  CHECK(e.code().value() == EINVAL);
+  CHECK(e.call() == "ibv_modify_qp(QP A, INIT -> RTR)");
+  CHECK(e.hint() == "the mask lacks MIN_RNR_TIMER");
+  CHECK(std::string(e.what()) == "ibv_modify_qp(QP A, INIT -> RTR) failed (EINVAL): Invalid argument");
+  try {
+    rdma::check_rc(ENOMEM, "ibv_post_send(QP A)", "QP A's send queue is full");
+    FAIL("no exception");
+  } catch (const rdma::verbs_error& thrown) {
+    CHECK(thrown.code().value() == ENOMEM);
+    CHECK(thrown.hint() == "QP A's send queue is full");
+  }
+}
+
+TEST_CASE("an unreachable peer at INIT -> RTR should get the netdev hint") {
+  const rdma::verbs_error e(ENETUNREACH, "ibv_modify_qp(QP A, INIT -> RTR)");
+  CHECK(e.hint().find("netdev") != std::string::npos);
+}

@@ -11,6 +11,8 @@ namespace {
 const char* const source = R"(// EXERCISE: ports are numbered from 1
 // TODO: fix the loop
 // SYMPTOM: ibv_query_port\(port 0\)
+// FIXED: ^  port 1$
+// FIXED: ^    state +PORT_
 // ARGS: -d rxe0
 // TIMEOUT: 12
 void f();
@@ -22,23 +24,53 @@ TEST_CASE("an exercise header should give title, symptom, arguments and timeout"
   const auto spec = parse_exercise_spec(source);
   CHECK(spec.title == "ports are numbered from 1");
   CHECK(spec.symptom == R"(ibv_query_port\(port 0\))");
+  CHECK(spec.fixed == std::vector<std::string>{"^  port 1$", "^    state +PORT_"});
   CHECK(spec.args == std::vector<std::string>{"-d", "rxe0"});
   CHECK(spec.timeout_seconds == 12);
 }
 
-TEST_CASE("an exercise without title or symptom, or with a bad regex, should be refused") {
-  CHECK_THROWS_AS(parse_exercise_spec("// SYMPTOM: x\n"), std::invalid_argument);
-  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n"), std::invalid_argument);
-  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: (\n"), std::invalid_argument);
-  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: y\n// TIMEOUT: soon\n"), std::invalid_argument);
+TEST_CASE("an exercise without title, symptom or fixed line, or with a bad regex, should be refused") {
+  CHECK_THROWS_AS(parse_exercise_spec("// SYMPTOM: x\n// FIXED: y\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// FIXED: y\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: y\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: (\n// FIXED: y\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: y\n// FIXED: [\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: y\n// FIXED: z\n// TIMEOUT: soon\n"),
+                  std::invalid_argument);
 }
 
-TEST_CASE("a clean exit without the symptom should be judged fixed") {
+TEST_CASE("a clean exit without the symptom and with every fixed line should be judged fixed") {
   const auto spec = parse_exercise_spec(source);
   run_result r;
   r.exit_code = 0;
-  r.out = "port 1\n";
+  r.out = "1 RDMA device\n  port 1\n    state        PORT_ACTIVE (4)\n";
   CHECK(judge(spec, r).fixed);
+}
+
+TEST_CASE("a clean exit that lacks a fixed line should be still broken, naming what is missing") {
+  // A "fix" that makes the loop visit no port at all: no error, no port.
+  const auto spec = parse_exercise_spec(source);
+  run_result r;
+  r.exit_code = 0;
+  r.out = "1 RDMA device\n";
+  const auto j = judge(spec, r);
+  CHECK_FALSE(j.fixed);
+  CHECK(j.reason == "exit code 0, but the output lacks what a fixed run prints: /^  port 1$/");
+}
+
+TEST_CASE("the program's likely fix should be passed on, and a checker's report should fail the fix") {
+  const auto spec = parse_exercise_spec(source);
+  run_result broken;
+  broken.exit_code = 1;
+  broken.err = "devices: ibv_query_port(port 0) failed (EINVAL): Invalid argument\n  likely fix: ports start at 1\n";
+  CHECK(judge(spec, broken).likely_fix == "ports start at 1");
+  run_result leaky;
+  leaky.exit_code = 0;
+  leaky.out = "  port 1\n    state        PORT_ACTIVE (4)\n";
+  leaky.err = "==12==ERROR: LeakSanitizer: detected memory leaks\n";
+  const auto j = judge(spec, leaky);
+  CHECK_FALSE(j.fixed);
+  CHECK(j.checker_report == "==12==ERROR: LeakSanitizer: detected memory leaks");
 }
 
 TEST_CASE("the symptom should be judged still broken and quoted") {

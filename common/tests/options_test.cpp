@@ -39,12 +39,31 @@ TEST_CASE("device options should accept short, attached, long and --name=value f
 }
 
 TEST_CASE("port 0 should get through the parser so the device can reject it") {
-  CHECK(parse({"-p", "0"}).device.port == 0);
+  CHECK(parse({"-i", "0"}).device.port == 0);
+}
+
+TEST_CASE("the device port should be -i as in perftest, and -p should point there") {
+  CHECK(parse({"-i", "2"}).device.port == 2);
+  CHECK_THROWS_WITH_AS(parse({"-p", "1"}),
+                       "unknown option '-p': prog has no TCP port; the device port is -i/--ib-port (as in perftest)",
+                       rdma::usage_error);
+  CHECK_THROWS_AS(parse({"--port=1"}), rdma::usage_error);
+}
+
+TEST_CASE("an empty device name should be refused rather than mean the first device") {
+  CHECK_THROWS_WITH_AS(parse({"-d", ""}), "--ib-dev needs a device name (ibv_devices lists them)",
+                       rdma::usage_error);
+  CHECK_THROWS_AS(parse({"--ib-dev="}), rdma::usage_error);
+}
+
+TEST_CASE("--help with a value should be a usage error, not an unknown option") {
+  CHECK_THROWS_WITH_AS(parse({"--help=yes"}), "--help takes no value", rdma::usage_error);
+  CHECK_THROWS_WITH_AS(parse({"-hx"}), "-h takes no value", rdma::usage_error);
 }
 
 TEST_CASE("bad values and unknown options should be usage errors naming the option") {
-  CHECK_THROWS_WITH_AS(parse({"-p", "x"}), "--ib-port expects a number, got 'x'", rdma::usage_error);
-  CHECK_THROWS_WITH_AS(parse({"-p", "300"}), "--ib-port must be between 0 and 255, got 300", rdma::usage_error);
+  CHECK_THROWS_WITH_AS(parse({"-i", "x"}), "--ib-port expects a number, got 'x'", rdma::usage_error);
+  CHECK_THROWS_WITH_AS(parse({"-i", "300"}), "--ib-port must be between 0 and 255, got 300", rdma::usage_error);
   CHECK_THROWS_WITH_AS(parse({"--bogus"}), "unknown option '--bogus'", rdma::usage_error);
   CHECK_THROWS_WITH_AS(parse({"-g"}), "-g needs a value (N)", rdma::usage_error);
   CHECK_THROWS_WITH_AS(parse({"stray"}), "unexpected argument 'stray'", rdma::usage_error);
@@ -58,6 +77,7 @@ TEST_CASE("--help should stop parsing and list every option") {
   const auto help = parser.help_text();
   CHECK(help.find("usage: prog [options]") != std::string::npos);
   CHECK(help.find("-d, --ib-dev NAME") != std::string::npos);
+  CHECK(help.find("-i, --ib-port N") != std::string::npos);
   CHECK(help.find("-g, --gid-index N") != std::string::npos);
 }
 

@@ -1,12 +1,14 @@
 // exercise_check: says whether an exercise is fixed.
 //
-//   exercise_check EXERCISE.cpp PROGRAM             learner: "fixed" / "still broken"
-//   exercise_check --expect broken EXERCISE.cpp PROGRAM
-//   exercise_check --expect fixed  EXERCISE.cpp PROGRAM
+//   exercise_check EXERCISE.cpp PROGRAM                    learner: "fixed" / "still broken"
+//   exercise_check --expect broken   EXERCISE.cpp PROGRAM  CI: the shipped file fails with its symptom
+//   exercise_check --expect fixed    EXERCISE.cpp PROGRAM  CI: the stage's own piece passes
+//   exercise_check --expect rejected EXERCISE.cpp PROGRAM  CI: a plausible wrong fix is still broken
 //
-// PROGRAM is the stage built with the exercise file (or, for --expect fixed
-// in CI, the stage's own reference build). The exercise file's header says how
-// to run it and which symptom the broken form shows (see exercise_spec.hpp).
+// PROGRAM is the stage built with the exercise file (or, in CI, with the
+// stage's own piece, or with a wrong fix applied). The exercise file's header
+// says how to run it, which symptom the broken form shows and what a fixed
+// run must print (see exercise_spec.hpp).
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,13 +21,13 @@ int main(int argc, char** argv) {
   return rdma::run_main("exercise_check", [&] {
     std::string expect;
     rdma::option_parser parser("exercise_check", "Runs PROGRAM as the exercise says and judges the result.");
-    parser.add(0, "expect", "broken|fixed", "exit 0 only if the verdict is this (CI proves both directions)",
+    parser.add(0, "expect", "broken|fixed|rejected", "exit 0 only if the verdict is this (CI proves each)",
                [&](std::string_view v) { expect = v; });
     parser.allow_positional("EXERCISE.cpp PROGRAM", 2);
     if (!parser.parse(argc, argv)) return 0;
     if (parser.positional().size() != 2) throw rdma::usage_error("needs EXERCISE.cpp and PROGRAM");
-    if (!expect.empty() && expect != "broken" && expect != "fixed") {
-      throw rdma::usage_error("--expect takes 'broken' or 'fixed'");
+    if (!expect.empty() && expect != "broken" && expect != "fixed" && expect != "rejected") {
+      throw rdma::usage_error("--expect takes 'broken', 'fixed' or 'rejected'");
     }
     const std::string& exercise_file = parser.positional()[0];
     std::ifstream in(exercise_file);
@@ -40,8 +42,12 @@ int main(int argc, char** argv) {
     const auto verdict = rdma::testing::judge(spec, run);
 
     std::cout << (verdict.fixed ? "fixed" : "still broken") << ": " << spec.title << " (" << verdict.reason << ")\n";
-    if (expect.empty()) return verdict.fixed ? 0 : 1;
-    if (expect == "fixed") return verdict.fixed ? 0 : 1;
+    if (!verdict.fixed && !verdict.likely_fix.empty()) std::cout << "  likely fix: " << verdict.likely_fix << "\n";
+    // A memory checker's report is never hidden behind a verdict.
+    if (!verdict.checker_report.empty()) std::cout << "the program's output, with the report:\n" << run.all();
+
+    if (expect.empty() || expect == "fixed") return verdict.fixed ? 0 : 1;
+    if (expect == "rejected") return verdict.fixed ? 1 : 0;
     // As shipped, the exercise must fail with its own symptom, not any failure.
     if (!verdict.symptom_seen) {
       std::cout << "the symptom /" << spec.symptom << "/ did not show; the program printed:\n" << run.all();

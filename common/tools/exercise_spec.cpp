@@ -49,6 +49,8 @@ exercise_spec parse_exercise_spec(std::string_view source) {
       spec.title = value;
     } else if (key == "SYMPTOM") {
       spec.symptom = value;
+    } else if (key == "FIXED") {
+      spec.fixed.emplace_back(value);
     } else if (key == "ARGS") {
       spec.args = split_words(value);
     } else if (key == "TIMEOUT") {
@@ -61,11 +63,18 @@ exercise_spec parse_exercise_spec(std::string_view source) {
   }
   if (spec.title.empty()) throw std::invalid_argument("the exercise has no '// EXERCISE: <title>' line");
   if (spec.symptom.empty()) throw std::invalid_argument("the exercise has no '// SYMPTOM: <regex>' line");
-  try {
-    std::regex check(spec.symptom);
-  } catch (const std::regex_error& e) {
-    throw std::invalid_argument("SYMPTOM: is not a valid regex: " + std::string(e.what()));
+  if (spec.fixed.empty()) {
+    throw std::invalid_argument("the exercise has no '// FIXED: <regex>' line (what a fixed run must print)");
   }
+  auto check_regex = [](const std::string& key, const std::string& re) {
+    try {
+      std::regex check(re);
+    } catch (const std::regex_error& e) {
+      throw std::invalid_argument(key + ": is not a valid regex: " + std::string(e.what()));
+    }
+  };
+  check_regex("SYMPTOM", spec.symptom);
+  for (const auto& re : spec.fixed) check_regex("FIXED", re);
   return spec;
 }
 
@@ -74,18 +83,32 @@ judgement judge(const exercise_spec& spec, const run_result& run) {
   const std::string output = run.all();
   judgement j;
   j.symptom_seen = std::regex_search(output, symptom);
+  static const std::regex likely_fix("^ +likely fix: (.*)$", std::regex::multiline);
+  if (std::smatch m; std::regex_search(output, m, likely_fix)) j.likely_fix = m[1];
+  // ASan/LSan/UBSan reports and common/testing/memcheck.sh's summary.
+  static const std::regex report(R"(ERROR: (Address|Leak)Sanitizer|runtime error: |^memcheck: )", std::regex::multiline);
+  const bool reported = std::regex_search(output, report);
+  if (reported) j.checker_report = pick_line(output, &report);
   if (run.timed_out) {
     j.reason = "no answer within " + std::to_string(spec.timeout_seconds) + " s (killed)";
     if (j.symptom_seen) j.reason += "; " + pick_line(output, &symptom);
     return j;
   }
-  j.fixed = run.exit_code == 0 && !j.symptom_seen;
-  if (j.fixed) {
-    j.reason = "exit code 0";
-  } else if (j.symptom_seen) {
+  if (j.symptom_seen) {
     j.reason = pick_line(output, &symptom);
-  } else {
+  } else if (run.exit_code != 0) {
     j.reason = "exit code " + std::to_string(run.exit_code) + ": " + pick_line(run.err.empty() ? run.out : run.err, nullptr);
+  } else if (reported) {
+    j.reason = "exit code 0, but a memory checker reported: " + j.checker_report;
+  } else {
+    for (const auto& wanted : spec.fixed) {
+      if (!std::regex_search(output, std::regex(wanted, std::regex::multiline))) {
+        j.reason = "exit code 0, but the output lacks what a fixed run prints: /" + wanted + "/";
+        return j;
+      }
+    }
+    j.fixed = true;
+    j.reason = "exit code 0";
   }
   return j;
 }

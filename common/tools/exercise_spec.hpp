@@ -6,13 +6,19 @@
 //   // EXERCISE: ports are numbered from 1        (title, required)
 //   // SYMPTOM: ibv_query_port\(port 0\)          (regex over the program's
 //                                                  output, required)
+//   // FIXED: ^  port 1$                          (regex a fixed run must
+//                                                  print; one or more lines)
 //   // ARGS: -d rxe0                              (arguments, optional)
 //   // TIMEOUT: 30                                (seconds, optional)
 //
-// A run is "fixed" when the program exits 0 within the timeout and its output
-// does not show the symptom; anything else is "still broken". The exercise
-// suite also demands that the shipped file fails *with* the symptom, so an
-// exercise that breaks for an unrelated reason does not count as proven.
+// A run is "fixed" when the program exits 0 within the timeout, its output
+// does not show the symptom, shows every FIXED line, and carries no report
+// of a memory checker (ASan, UBSan, LSan, memcheck). So a "fix" that only
+// makes the symptom go away (a loop that visits no port at all) is still
+// broken. The exercise suite also demands that the shipped file fails *with*
+// the symptom, so an exercise that breaks for an unrelated reason does not
+// count as proven, and that a plausible wrong fix (a patch beside the
+// exercise) is judged still broken.
 #pragma once
 
 #include <string>
@@ -26,6 +32,7 @@ namespace rdma::testing {
 struct exercise_spec {
   std::string title;
   std::string symptom;  // ECMAScript regex
+  std::vector<std::string> fixed;  // regexes a fixed run must all match (multiline)
   std::vector<std::string> args;
   int timeout_seconds = 30;
 };
@@ -36,7 +43,9 @@ exercise_spec parse_exercise_spec(std::string_view source);
 struct judgement {
   bool fixed = false;
   bool symptom_seen = false;
-  std::string reason;  // one line: what was seen
+  std::string reason;      // one line: what was seen
+  std::string likely_fix;  // the program's own "likely fix:" text, if it printed one
+  std::string checker_report;  // the first line of a sanitizer or memcheck report, if any
 };
 
 judgement judge(const exercise_spec& spec, const run_result& run);

@@ -7,6 +7,9 @@
 
 #include <infiniband/verbs.h>
 
+#include <chrono>
+#include <cstddef>
+#include <span>
 #include <string>
 
 #include "rdma_tutorial/error.hpp"
@@ -44,5 +47,17 @@ int check_poll(int rc);
 inline void check_wc(const ibv_wc& wc) {
   if (wc.status != IBV_WC_SUCCESS) throw completion_error(wc);
 }
+
+// The bounded completion wait: busy-polls `cq` until `wcs` is full or
+// `deadline` has passed, and returns how many completions it wrote (fewer
+// than wcs.size() means the deadline passed). Each ibv_poll_cq asks for all
+// the completions still missing, so a burst is taken in one call. Statuses
+// are not checked: what an error completion means is the caller's to say.
+//
+// Why a deadline: a packet the peer drops (wrong PSN, wrong GID) produces no
+// completion until the sender's retries run out, and with retry_cnt 7 on
+// Soft-RoCE, or timeout 0, they never do. A program that polls without one
+// just hangs, and there is nothing to read.
+std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace rdma

@@ -11,11 +11,13 @@
 
 namespace rdma {
 
-// The two ways of having no device, each with its fix:
+// The ways of having no device, each with its fix:
 //  - ibv_get_device_list returned NULL with ENOSYS: the kernel has no RDMA
 //    support at all (no /sys/class/infiniband). Use the Soft-RoCE guest.
 //  - it returned an empty list: RDMA is there, but no driver is bound and no
-//    Soft-RoCE link exists. Create one with scripts/setup_rxe.sh.
+//    Soft-RoCE link exists (create one with scripts/setup_rxe.sh); or the
+//    kernel has a device (/sys/class/infiniband lists it) and libibverbs has
+//    no user-space provider for it (install rdma-core's providers).
 // `err` is errno after a NULL return, or 0 for an empty list.
 [[noreturn]] void throw_no_device(int err);
 

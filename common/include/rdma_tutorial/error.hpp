@@ -1,7 +1,14 @@
-// One error idiom for the whole tutorial: a failed verbs or rdma_cm call
-// throws rdma::verbs_error, whose message names the call and whose code() is
-// the errno. main() catches it (see rdma::run_main) and prints one line plus,
-// where a common cause is known, the likely fix.
+// One error idiom for the whole tutorial: a failed verbs call throws
+// rdma::verbs_error, which carries three things and loses none of them on the
+// way to main(): the call (with context: "ibv_modify_qp(QP A, INIT -> RTR)"),
+// the errno (code()), and the likely fix (hint()). main() catches it (see
+// rdma::run_main) and prints one line plus the likely fix.
+//
+// Code that knows more than the errno (which transition failed, which bits
+// the mask lacks, which state the QP is in) passes that knowledge as the
+// hint; it never catches a verbs_error to rethrow something with less in it.
+// Without such a hint, the table in error.cpp supplies the usual cause of
+// that (call, errno) pair, if there is one.
 //
 // The libraries report failure in four different ways, and reading errno after
 // the wrong kind of call gives a stale, misleading value. Pick the checker that
@@ -11,8 +18,8 @@
 //                                                 ibv_reg_mr, ibv_create_cq/qp
 //   check_rc(rc, call)    0, or the errno value   ibv_query_port, ibv_modify_qp,
 //                         itself is returned      ibv_post_send, ibv_query_gid_ex
-//   check_errno(rc, call) 0 (or >= 0), -1 and     ibv_query_gid, rdma_* calls,
-//                         errno set               ibv_get_cq_event
+//   check_errno(rc, call) 0 (or >= 0), -1 and     ibv_query_gid, system calls,
+//                         errno set               (later) rdma_* calls
 //   check_neg(rc, call)   count >= 0, or a        ibv_query_gid_table
 //                         negative errno value
 //
@@ -30,14 +37,16 @@ namespace rdma {
 class verbs_error : public std::system_error {
  public:
   // `call` names what failed, with context if useful: "ibv_query_port(port 0)".
-  verbs_error(int err, std::string call);
+  // `hint` is the likely fix as the caller knows it; empty: the table's.
+  verbs_error(int err, std::string call, std::string hint = {});
 
   const std::string& call() const noexcept { return call_; }
   // The likely cause and fix for this call and errno, or "" if none is known.
-  std::string hint() const;
+  const std::string& hint() const noexcept { return hint_; }
 
  private:
   std::string call_;
+  std::string hint_;
 };
 
 // A failure that is not an errno from a call: a completion with an error
@@ -68,8 +77,8 @@ T* check_ptr(T* p, std::string_view call) {
   return p;
 }
 
-inline void check_rc(int rc, std::string_view call) {
-  if (rc != 0) throw verbs_error(rc, std::string(call));
+inline void check_rc(int rc, std::string_view call, std::string_view hint = {}) {
+  if (rc != 0) throw verbs_error(rc, std::string(call), std::string(hint));
 }
 
 inline int check_errno(int rc, std::string_view call) {

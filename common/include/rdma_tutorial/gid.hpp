@@ -41,6 +41,10 @@ std::vector<gid_entry> query_gid_table(ibv_context* ctx, std::uint8_t port, cons
 // first IB entry. Empty when no entry fits.
 std::optional<int> pick_default_gid(std::span<const gid_entry> table, bool ethernet);
 
+// The entry with this index; throws "GID index N is empty or past the table
+// of port P" when the table has none.
+const gid_entry& find_gid(std::span<const gid_entry> table, int index, std::uint8_t port);
+
 // -g when given (checked against the table), else pick_default_gid; throws
 // with an explanation when the port has no usable entry.
 gid_entry choose_gid(ibv_context* ctx, std::uint8_t port, std::optional<int> requested);

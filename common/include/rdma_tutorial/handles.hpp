@@ -1,7 +1,8 @@
-// Owning handles for verbs and rdma_cm objects: std::unique_ptr with one small
-// deleter per type. Stages 01-03 show each create/destroy pair in raw verbs;
-// from then on these handles release everything on every path, exceptions
-// included.
+// Owning handles for verbs objects: std::unique_ptr with one small deleter per
+// type. Stages 01-03 show each create/destroy pair in raw verbs; from then on
+// these handles release everything on every path, exceptions included. A
+// handle joins this file in the stage that teaches its object (the SRQ in
+// 06, rdma_cm in 07, the completion channel in 08), not before.
 //
 // Teardown order matters: an MR or QP keeps its PD busy (ibv_dealloc_pd fails
 // with EBUSY), a QP keeps its CQs busy, everything keeps the device context
@@ -10,11 +11,11 @@
 //
 // A destroy call that fails cannot throw from a destructor; it prints one
 // warning line naming the call, because a failed destroy usually means
-// something still uses the object, which is a bug worth seeing.
+// something still uses the object, which is a bug worth seeing. (The one place
+// common/ prints on its own: a destructor has no caller to hand the news to.)
 #pragma once
 
 #include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -33,8 +34,9 @@ struct call_name {
   constexpr call_name(const char (&s)[N]) { std::copy_n(s, N, text); }  // NOLINT: implicit on purpose
 };
 
-// rc is 0 on success; otherwise either the errno value (verbs) or -1 with
-// errno set (rdma_cm). Prints one warning line on stderr.
+// rc is 0 on success; otherwise the errno value (most destroy verbs) or -1
+// with errno set. Prints one warning line on stderr, after flushing stdout so
+// the warning lands after what the program printed before it.
 void warn_destroy_failed(const char* call, int rc) noexcept;
 
 template <typename T, auto Destroy, call_name Name>
@@ -55,18 +57,7 @@ using device_list_ptr =
 using context_ptr = std::unique_ptr<ibv_context, detail::deleter<ibv_context, ibv_close_device, "ibv_close_device">>;
 using pd_ptr = std::unique_ptr<ibv_pd, detail::deleter<ibv_pd, ibv_dealloc_pd, "ibv_dealloc_pd">>;
 using mr_ptr = std::unique_ptr<ibv_mr, detail::deleter<ibv_mr, ibv_dereg_mr, "ibv_dereg_mr">>;
-using comp_channel_ptr = std::unique_ptr<
-    ibv_comp_channel, detail::deleter<ibv_comp_channel, ibv_destroy_comp_channel, "ibv_destroy_comp_channel">>;
 using cq_ptr = std::unique_ptr<ibv_cq, detail::deleter<ibv_cq, ibv_destroy_cq, "ibv_destroy_cq">>;
-using srq_ptr = std::unique_ptr<ibv_srq, detail::deleter<ibv_srq, ibv_destroy_srq, "ibv_destroy_srq">>;
 using qp_ptr = std::unique_ptr<ibv_qp, detail::deleter<ibv_qp, ibv_destroy_qp, "ibv_destroy_qp">>;
-using ah_ptr = std::unique_ptr<ibv_ah, detail::deleter<ibv_ah, ibv_destroy_ah, "ibv_destroy_ah">>;
-
-using event_channel_ptr = std::unique_ptr<
-    rdma_event_channel, detail::deleter<rdma_event_channel, rdma_destroy_event_channel, "rdma_destroy_event_channel">>;
-using cm_id_ptr = std::unique_ptr<rdma_cm_id, detail::deleter<rdma_cm_id, rdma_destroy_id, "rdma_destroy_id">>;
-// Every CM event must be acked, and an unacked event blocks rdma_destroy_id.
-using cm_event_ptr =
-    std::unique_ptr<rdma_cm_event, detail::deleter<rdma_cm_event, rdma_ack_cm_event, "rdma_ack_cm_event">>;
 
 }  // namespace rdma

@@ -1,14 +1,20 @@
-// Command-line options shared by every stage, spelled as rdma-core's examples
-// and perftest spell them where they agree:
+// Command-line options shared by every stage, spelled as ibv_rc_pingpong,
+// rping and every perftest tool spell them, so a reader who knows those is
+// never surprised:
 //
 //   -d, --ib-dev NAME     RDMA device (default: the first one found)
-//   -p, --ib-port N       port on that device, numbered from 1 (default 1)
+//   -i, --ib-port N       port on that device, numbered from 1 (default 1)
 //   -g, --gid-index N     GID table index (default: the port's RoCE v2 IPv4
 //                         entry, found in the table, never assumed)
+//   -p, --port N          the TCP port of the two-peer stages (04 on), which
+//                         add it themselves; elsewhere it is refused with a
+//                         pointer to -i
 //   -h, --help
 //
-// perftest spells the device port -i and uses -p for its TCP port; this
-// tutorial keeps -p for the device port and --tcp-port for the handshake.
+// One rule for every program: a malformed or out-of-range value, an unknown
+// option or a value given to a flag is a usage error (exit 2); a value that is
+// well-formed but names nothing on this machine (no such device, an empty GID
+// entry) is a run-time error (exit 1).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +46,7 @@ class option_parser {
  public:
   option_parser(std::string program, std::string summary);
 
-  // -d, -p and -g, writing into `out`.
+  // -d, -i and -g, writing into `out`.
   void add_device_options(device_options& out);
 
   // An option taking a value (value_name non-empty) or a flag (value_name

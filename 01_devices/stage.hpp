@@ -1,5 +1,11 @@
-// Stage 01: the pieces of the device report, in the order the chapter tells
-// them (docs/01-devices.md). devices.cpp walks the device list and calls them.
+// Stage 01 — finding the hardware (docs/01-devices.md).
+//
+// Reading order, as the chapter tells it:
+//   devices.cpp            main: the device list, opening each device
+//   device_attributes.cpp  ibv_query_device: the limits every later stage meets
+//   ports.cpp              the ports, numbered from 1
+//   port.cpp               ibv_query_port: state, MTU, link layer
+//   gid_table.cpp          the GID table and the entry later stages use
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -21,7 +27,8 @@ void print_ports(ibv_context* ctx, const ibv_device_attr& attr, std::optional<st
 ibv_port_attr print_port(ibv_context* ctx, std::uint8_t port);
 
 // The port's GID table, marking the entry later stages use by default (or
-// the one -g names).
+// the one -g names; an -g that names no filled entry is an error, after the
+// table is printed).
 void print_gid_table(ibv_context* ctx, std::uint8_t port, const ibv_port_attr& port_attr,
                      std::optional<int> gid_index);
 

@@ -1,0 +1,28 @@
+#!/bin/sh
+# memcheck.sh PROGRAM [ARGS...]: runs PROGRAM under valgrind's memcheck, for
+# the valgrind suite (common/stage_rules.build puts it in front of the program
+# under test through RDMA_TUTORIAL_WRAPPER).
+#
+# The program's own output and exit code pass through untouched; valgrind
+# writes to a log of its own. If memcheck finds an error or a leak
+# (definite, indirect or possible), or a file descriptor besides 0, 1 and 2
+# is still open at exit, this prints "memcheck: ..." and the log on stderr
+# and exits 99, which no program of this tutorial uses.
+set -u
+here=$(cd "$(dirname "$0")" && pwd -P)
+log=$(mktemp "${TMPDIR:-/tmp}/memcheck.XXXXXX")
+trap 'rm -f "$log"' EXIT
+valgrind --tool=memcheck --quiet --log-file="$log" \
+  --leak-check=full --show-leak-kinds=definite,indirect,possible \
+  --errors-for-leak-kinds=definite,indirect,possible \
+  --track-fds=yes --error-exitcode=99 \
+  --suppressions="$here/valgrind.supp" -- "$@"
+status=$?
+# --track-fds lists every descriptor open at exit, 0-2 included.
+open_fds=$(grep -E '^==[0-9]+== Open .* ([3-9]|[1-9][0-9]+):' "$log")
+if [ "$status" -eq 99 ] || [ -n "$open_fds" ]; then
+  echo "memcheck: $(basename "$1") has memcheck findings (errors, leaks or descriptors left open); the log:" >&2
+  cat "$log" >&2
+  exit 99
+fi
+exit "$status"

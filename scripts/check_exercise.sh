@@ -1,29 +1,67 @@
 #!/usr/bin/env bash
-# Checks one exercise: rebuilds, runs the stage built with your exercise file
-# on a device (here, or in the Soft-RoCE guest), and says "fixed" or "still
-# broken" with what it saw.
+# Checks one exercise: builds the stage with your exercise file, runs it on a
+# device (here, or in the Soft-RoCE guest), and says "fixed" or "still broken"
+# with what it saw, and the program's own likely fix when it printed one.
 #
+#   scripts/check_exercise.sh port_zero
 #   scripts/check_exercise.sh 01_devices/port_zero
+#   scripts/check_exercise.sh 01_devices/exercises/port_zero.cpp   (tab completion)
 #   scripts/check_exercise.sh --list
+#
+# Only the exercise you name is built: a half-edited exercise never breaks
+# the rest of the tree. If it does not compile, or compiles with a warning,
+# the compiler's message is shown and the exercise is still broken.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
 if [[ "${1:-}" == "--list" || $# -eq 0 ]]; then
-  echo "exercises (scripts/check_exercise.sh STAGE/NAME):"
+  echo "exercises (scripts/check_exercise.sh NAME):"
   for f in [0-9][0-9]_*/exercises/*.cpp; do
     [[ -e "$f" ]] || continue
-    printf '  %-28s %s\n' "$(dirname "$(dirname "$f")")/$(basename "$f" .cpp)" \
+    printf '  %-36s %s\n' "$(dirname "$(dirname "$f")")/$(basename "$f" .cpp)" \
       "$(sed -n 's|^// EXERCISE: ||p' "$f")"
   done
   exit 0
 fi
 
-stage="${1%%/*}"
-name="${1#*/}"
-source_file="$stage/exercises/$name.cpp"
-[[ -f "$source_file" ]] || { echo "check_exercise: no exercise $1 (no $source_file); see --list" >&2; exit 2; }
+# NAME, STAGE/NAME or the file's path, as typed or tab-completed.
+arg="${1#./}"
+arg="${arg%.cpp}"
+arg="${arg/\/exercises\//\/}"
+matches=()
+for f in [0-9][0-9]_*/exercises/*.cpp; do
+  [[ -e "$f" ]] || continue
+  stage="${f%%/*}" name="$(basename "$f" .cpp)"
+  [[ "$arg" == "$name" || "$arg" == "$stage/$name" ]] && matches+=("$f")
+done
+if [[ ${#matches[@]} -ne 1 ]]; then
+  if [[ ${#matches[@]} -eq 0 ]]; then
+    echo "check_exercise: no exercise '$1'; scripts/check_exercise.sh --list shows them" >&2
+  else
+    echo "check_exercise: '$1' names several exercises (${matches[*]}); add the stage: STAGE/NAME" >&2
+  fi
+  exit 2
+fi
+source_file="${matches[0]}"
+stage="${source_file%%/*}"
+name="$(basename "$source_file" .cpp)"
 
-build_tree "$build" || { echo "still broken: it does not compile (see the errors above)"; exit 1; }
-on_device "$build/subprojects/common/exercise_check" "$source_file" "$build/subprojects/$stage/exercises/$name"
+# The tree as shipped (quietly), then this one exercise.
+build_tree "$build" >/dev/null || { echo "check_exercise: the stages themselves do not build (see above)" >&2; exit 2; }
+target="subprojects/$stage/exercises/$name"
+# Its own object is compiled afresh every time, so a warning is shown on every
+# check, not only on the first build after an edit.
+rm -f "$build/$target.p/"*.o
+if ! log=$(ninja -C "$build" "$target" 2>&1); then
+  echo "still broken: $name does not compile; the compiler says:"
+  grep -v -E '^(ninja: |\[[0-9]+/[0-9]+\] )' <<<"$log" | grep -v -E '^FAILED: |^c\+\+ ' || true
+  exit 1
+fi
+if grep -q 'warning:' <<<"$log"; then
+  echo "still broken: $name compiles, but with a warning the rest of the tutorial does not allow:"
+  grep -v -E '^(ninja: |\[[0-9]+/[0-9]+\] )' <<<"$log"
+  exit 1
+fi
+on_device "$build/subprojects/common/exercise_check" "$source_file" "$build/$target"

@@ -138,7 +138,9 @@ grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rx
   printf 'trap '"'"'echo $? > %q/status'"'"' EXIT\n' "$work"
   echo 'export RXE_VM=1 RXE_VM_IPV4=192.0.2.1 HOME=/tmp/home LANG=C.UTF-8'
   echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-  for v in TERM CI MESON_TESTTHREADS ASAN_OPTIONS UBSAN_OPTIONS; do
+  # The environment does not cross into the guest by itself: these do (the
+  # sanitizer and test-harness settings too, for a command run by hand).
+  for v in TERM CI MESON_TESTTHREADS ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS VALGRIND_OPTS $(compgen -v RDMA_TUTORIAL_); do
     [[ -n "${!v:-}" ]] && printf 'export %s=%q\n' "$v" "${!v}"
   done
   echo 'mkdir -p "$HOME"'

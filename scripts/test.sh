@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command (and CI's): installs what is missing, configures
-# with -Werror, builds, runs the host suites (unit, nodevice, build, vm), then the
-# device suites (rxe, exercise, docs) on a native Soft-RoCE/RDMA port if there
-# is one, else inside the throwaway Soft-RoCE guest. Ends with one line
+# with -Werror, builds, builds the programs made on demand (every exercise
+# with its wrong fix, and each stage's program under ASan+UBSan), runs the
+# host suites (unit, nodevice, build, vm), then the device suites (rxe,
+# exercise, docs, sanitize, valgrind) on a native Soft-RoCE/RDMA port if
+# there is one, else inside the throwaway Soft-RoCE guest. Ends with one line
 # "N passed, N failed, N skipped"; exits non-zero on any failure.
 #
 #   scripts/test.sh            BUILD_DIR=other scripts/test.sh
@@ -18,34 +20,51 @@ if ! build_tree "$build"; then
   exit 1
 fi
 
+# Checks of this script's own, counted with meson's results below.
+own_passed=0 own_failed=0
+check() {  # check WHAT STATUS
+  if [[ $2 -eq 0 ]]; then own_passed=$((own_passed + 1)); echo "ok: $1"
+  else own_failed=$((own_failed + 1)); echo "FAILED: $1"; fi
+}
+
+echo "== programs built on demand: ninja exercises sanitize"
+on_demand_log="$build/meson-logs/on-demand.txt"
+ninja -C "$build" -k 0 exercises sanitize >"$on_demand_log" 2>&1
+check "every exercise, its wrong fix and each sanitizer twin should build" $?
+# A learner's warning is only reported (werror is off for exercises), but the
+# shipped files must have none.
+warnings=$(grep -c 'warning:' "$on_demand_log")
+[[ $warnings -eq 0 ]] || grep -B2 -A6 'warning:' "$on_demand_log"
+check "the shipped exercises should compile without a warning ($warnings seen)" "$warnings"
+
 logs="$build/meson-logs"
-rm -f "$logs"/host.json "$logs"/device.json
+rm -f "$logs"/host.json "$logs"/device.json "$logs"/docs.json
 
 echo "== host suites: unit, nodevice, build, vm"
 meson test -C "$build" --no-rebuild --print-errorlogs --logbase host \
   --suite unit --suite nodevice --suite build --suite vm
 
+device_suites=(--suite rxe --suite exercise --suite sanitize --suite valgrind)
 runs=(host device)
 if have_active_port; then
   echo "== device suites on this machine's RDMA port"
-  meson test -C "$build" --no-rebuild --print-errorlogs --logbase device --suite rxe --suite exercise
+  meson test -C "$build" --no-rebuild --print-errorlogs --logbase device "${device_suites[@]}"
   # The chapters show the guest's device (rxe0 on dummy0, 192.0.2.1), so
   # check them there whenever a guest can boot.
   runs+=(docs)
-  rm -f "$logs"/docs.json
   if guest_available; then
-    scripts/rxe_vm.sh --timeout 1800 -- meson test -C "$build" --no-rebuild --print-errorlogs --logbase docs --suite docs
+    scripts/rxe_vm.sh --timeout 2400 -- meson test -C "$build" --no-rebuild --print-errorlogs --logbase docs --suite docs
   else
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase docs --suite docs
   fi
 else
   echo "== device suites in the Soft-RoCE guest (no RDMA port here)"
-  scripts/rxe_vm.sh --timeout 1800 -- \
-    meson test -C "$build" --no-rebuild --print-errorlogs --logbase device --suite rxe --suite exercise --suite docs
+  scripts/rxe_vm.sh --timeout 2400 -- \
+    meson test -C "$build" --no-rebuild --print-errorlogs --logbase device "${device_suites[@]}" --suite docs
 fi
 
-# Count what meson recorded, per test, in both runs.
-passed=0 failed=0 skipped=0
+# Count what meson recorded, per test, in every run, plus this script's checks.
+passed=$own_passed failed=$own_failed skipped=0
 for run in "${runs[@]}"; do
   log="$logs/$run.json"
   if [[ ! -s "$log" ]]; then

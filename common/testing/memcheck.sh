@@ -18,8 +18,16 @@ valgrind --tool=memcheck --quiet --log-file="$log" \
   --track-fds=yes --error-exitcode=99 \
   --suppressions="$here/valgrind.supp" -- "$@"
 status=$?
-# --track-fds lists every descriptor open at exit, 0-2 included.
-open_fds=$(grep -E '^==[0-9]+== Open .* ([3-9]|[1-9][0-9]+):' "$log")
+# --track-fds lists every descriptor open at exit. 0-2 are the program's
+# streams; a descriptor followed by "<inherited from parent>" (valgrind's own
+# log among them) was open before the program started. Any other one is a
+# descriptor the program opened and never closed.
+open_fds=$(awk '
+  / Open .* [0-9]+:/ { if (pending != "") print pending; pending = ""
+                       n = $0; sub(/:.*/, "", n); sub(/.* /, "", n)
+                       if (n + 0 >= 3) pending = $0; next }
+  /<inherited from parent>/ { pending = ""; next }
+  END { if (pending != "") print pending }' "$log")
 if [ "$status" -eq 99 ] || [ -n "$open_fds" ]; then
   echo "memcheck: $(basename "$1") has memcheck findings (errors, leaks or descriptors left open); the log:" >&2
   cat "$log" >&2

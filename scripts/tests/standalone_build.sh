@@ -10,10 +10,16 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/standalone_${stage}.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 cd "$source_root"
 meson setup --werror "$out/b" "$stage" >"$out/setup.log" 2>&1 || { cat "$out/setup.log"; exit 1; }
-# The stage's own targets (and what they need from common), not common's tests.
+# The stage's own targets (and what they need from common), not common's
+# tests: what a plain ninja builds, plus the exercise programs (built on
+# demand, but they must build here too); not the sanitizer twin, which the
+# sanitize suite builds in the main tree.
 targets=$(meson introspect "$out/b" --targets | python3 -c '
 import json, sys, os
-print(" ".join(os.path.relpath(t["filename"][0], sys.argv[1]) for t in json.load(sys.stdin) if t["subproject"] is None))' "$out/b")
+def wanted(t):
+    on_demand_exercise = t["type"] == "executable" and "/exercises/" in t["filename"][0] and not t["name"].endswith("_sanitize")
+    return t["subproject"] is None and (t["build_by_default"] or on_demand_exercise)
+print(" ".join(os.path.relpath(t["filename"][0], sys.argv[1]) for t in json.load(sys.stdin) if wanted(t)))' "$out/b")
 [[ -n "$targets" ]] || { echo "no targets in $stage"; exit 1; }
 # shellcheck disable=SC2086  # one word per target
 ninja -C "$out/b" $targets >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }

@@ -23,9 +23,10 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-# Compilers and headers to build the chapters and their tests.
+# Compilers and headers to build the chapters and their tests; patch makes
+# each exercise's wrong fix, valgrind runs the valgrind suite.
 build_pkgs=(g++ meson ninja-build pkg-config cmake doctest-dev
-            libibverbs-dev librdmacm-dev python3)
+            libibverbs-dev librdmacm-dev python3 patch valgrind)
 # The verbs providers (rdma-core), the known-good peers and benchmarks
 # (ibv_rc_pingpong, rping, perftest), and the "rdma" and "modprobe" tools.
 runtime_pkgs=(rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod)

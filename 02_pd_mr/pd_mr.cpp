@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
     //    too). Before the device is opened: the kernel refuses verbs that go
     //    through write() (ibv_post_send on Soft-RoCE) with EACCES once the
     //    process's credentials differ from those that opened the device, and
-    //    dropping a capability makes new credentials.
+    //    dropping a capability makes new credentials. Listing the devices
+    //    opens none of them; it only makes sure there is one (stage 01).
+    rdma::get_device_list();
     const rlimit memlock = stage02::apply_memlock_limit(memlock_kib);
 
     rdma::context_ptr ctx = rdma::open_device(opts.device);  // stage 01

@@ -1,5 +1,6 @@
 #include "rdma_tutorial/main.hpp"
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 
@@ -11,7 +12,10 @@ namespace rdma {
 namespace {
 
 void print_failure(const char* program, const std::string& what, const std::string& hint) {
-  std::cout.flush();  // keep what the program printed before the error above it
+  // What the program printed before the error comes first in a log: both
+  // streams it may have used (printf's buffer is not std::cout's).
+  std::cout.flush();
+  std::fflush(stdout);
   std::cerr << program << ": " << what << "\n";
   if (!hint.empty()) std::cerr << "  likely fix: " << hint << "\n";
 }

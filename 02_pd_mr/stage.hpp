@@ -1,17 +1,17 @@
 // Stage 02 — protection and registration (docs/02-pd-mr.md).
 //
 // Reading order, as the chapter tells it:
-//   pd_mr.cpp          main: the device, the memlock limit, the PD, then each piece
-//   memlock.cpp        RLIMIT_MEMLOCK and CAP_IPC_LOCK; the ENOMEM demo at the end
-//   registration.cpp   page-aligned buffers, ibv_reg_mr, lkey and rkey, deregister before free
-//   access_flags.cpp   the access flags each buffer's job needs
-//   pd_boundary.cpp    the device enforcing the PD at run time
-//   loopback.cpp       (a preview of stage 03) a QP connected to itself, one RDMA Write
-//   cost_table.cpp     what a registration costs, by size
-//   logic.cpp          the parts with no device: flag and size text, table sizes, median
-//
-// rdma::aligned_buffer (common/src/buffer.cpp) is the page-aligned memory
-// this stage teaches, kept in common/ because every later stage uses it.
+//   pd_mr.cpp               main: the protection domain, then each piece in turn
+//   common/src/buffer.cpp   page-aligned memory (rdma::aligned_buffer), kept in
+//                           common/ because every later stage uses it
+//   registration.cpp        ibv_reg_mr, lkey and rkey, deregister before free
+//   access_flags.cpp        the access flags each buffer's job needs
+//   pd_boundary.cpp         the device enforcing the PD at run time
+//   loopback.cpp            (a preview of stage 03) a QP connected to itself, one RDMA Write
+//   memlock.cpp             RLIMIT_MEMLOCK and CAP_IPC_LOCK (applied first thing in
+//                           main), and the ENOMEM demo at the end
+//   cost_table.cpp          what a registration costs, by size
+//   logic.cpp               the parts with no device: flag and size text, table sizes, median
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -1,6 +1,6 @@
 // qp_state's command line: the device options every stage shares (-d, -i, -g),
-// plus the knobs of the connection (chapter sections "PSNs", "Path MTU" and
-// "RTR -> RTS: how to send, how long to wait").
+// plus the knobs of the connection (docs/03-qp-state.md, sections "PSNs",
+// "Path MTU" and "RTR → RTS: how to send, how long to wait").
 #include <string>
 
 #include "rdma_tutorial/error.hpp"

@@ -38,8 +38,9 @@ void print_caps(const char* row, const ibv_qp_cap& cap) {
               cap.max_recv_sge, cap.max_inline_data);
 }
 
-// An RC QP on `cq`, and its queue sizes three ways: what ibv_create_qp wrote
-// back, and what ibv_query_qp reads from the device afterwards. Soft-RoCE
+// An RC QP on `cq`, and its queue sizes two more ways (main printed what was
+// asked): what ibv_create_qp wrote back, and what ibv_query_qp reads from the
+// device afterwards. Soft-RoCE
 // echoes the request at creation and rounds the queues up to 2^n - 1 inside;
 // the queried size is the one a full queue hits (ENOMEM on the next post).
 rdma::qp_ptr create_qp(ibv_pd* pd, ibv_cq* cq, const char* label, const ibv_qp_cap& asked, ibv_qp_cap& granted) {

@@ -2,11 +2,14 @@
 //
 // Reading order, as the chapter tells it:
 //   qp_state.cpp                  main: the device, a PD, a buffer, one CQ and two RC QPs
+//   common/src/qp.cpp             ibv_create_qp, the one ibv_modify_qp and the walk to RTS
 //   common/src/transitions.cpp    the three steps as attributes plus the one mask table
-//   common/src/qp.cpp             ibv_create_qp, ibv_modify_qp and the walk to RTS
 //   connect.cpp                   both QPs walked to RTS, each step read back from the device
+//   options.cpp                   the knobs on the command line (PSNs, MTU, timers)
 //   exchange.cpp                  one Send each way, every wait bounded
-//   options.cpp                   the knobs on the command line
+// with their declarations in common/include/rdma_tutorial/qp.hpp (qp_params
+// and its defaults), completion.hpp (poll_cq_until, check_poll) and
+// error.hpp (the error idiom).
 //
 // The QP code lives in common/ because every later stage connects its QPs
 // the same way; this stage is where it is taught.

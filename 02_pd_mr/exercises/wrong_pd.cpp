@@ -1,6 +1,6 @@
 // EXERCISE: a QP may only use memory of its own PD
 // SYMPTOM: pd_mr: completion failed: wr_id 1: IBV_WC_LOC_(QP_OP|PROT)_ERR
-// FIXED: ^  source MR in the QP's PD:  wr_id 1: IBV_WC_RDMA_WRITE, \d+ bytes; target holds "hello, RDMA"$
+// FIXED: ^  source MR in the QP's PD:  wr_id 1: IBV_WC_RDMA_WRITE; target holds "hello, RDMA"$
 // FIXED: ^  source MR in another PD:   wr_id 2: IBV_WC_\w+_ERR .*<- expected$
 //
 // This is pd_boundary.cpp with one bug. Build and check it with

@@ -70,7 +70,7 @@ TEST_CASE("a write from memory of the QP's own PD should land, one from another 
   const auto r = run({pd_mr()}, 120s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
-  CHECK(has_line(r.out, R"(^  source MR in the QP's PD:  wr_id 1: IBV_WC_RDMA_WRITE, \d+ bytes; target holds "hello, RDMA"$)"));
+  CHECK(has_line(r.out, R"(^  source MR in the QP's PD:  wr_id 1: IBV_WC_RDMA_WRITE; target holds "hello, RDMA"$)"));
   // Soft-RoCE says LOC_QP_OP_ERR where NICs typically say LOC_PROT_ERR; success would be the bug.
   CHECK(has_line(r.out, R"(^  source MR in another PD:   wr_id 2: IBV_WC_LOC_(QP_OP|PROT)_ERR \(\d+, .*\), vendor_err 0x[0-9a-f]+   <- expected$)"));
 }

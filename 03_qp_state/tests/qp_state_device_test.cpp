@@ -109,10 +109,10 @@ TEST_CASE("a message should arrive each way, with successful completions on both
   const auto r = run({qp_state()}, 60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
-  CHECK(has_line(r.out, "^  QP A send completion: wr_id 1: IBV_WC_SEND, 15 bytes$"));
+  CHECK(has_line(r.out, "^  QP A send completion: wr_id 1: IBV_WC_SEND$"));
   CHECK(has_line(r.out, "^  QP B recv completion: wr_id 2: IBV_WC_RECV, 15 bytes$"));
   CHECK(has_line(r.out, "^  QP B received \"hello from QP A\"$"));
-  CHECK(has_line(r.out, "^  QP B send completion: wr_id 3: IBV_WC_SEND, 15 bytes$"));
+  CHECK(has_line(r.out, "^  QP B send completion: wr_id 3: IBV_WC_SEND$"));
   CHECK(has_line(r.out, "^  QP A recv completion: wr_id 4: IBV_WC_RECV, 15 bytes$"));
   CHECK(has_line(r.out, "^  QP A received \"hello from QP B\"$"));
   CHECK(has_line(r.out, "^both QPs are in RTS and a message went each way$"));

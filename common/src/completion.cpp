@@ -75,7 +75,10 @@ std::string wc_status_hint(ibv_wc_status status) {
 std::string describe_wc(const ibv_wc& wc) {
   std::string line = "wr_id " + std::to_string(wc.wr_id) + ": ";
   if (wc.status == IBV_WC_SUCCESS) {
-    line += wc_opcode_name(wc.opcode) + ", " + std::to_string(wc.byte_len) + " bytes";
+    line += wc_opcode_name(wc.opcode);
+    // byte_len is what a receive took in. On the sending side devices differ
+    // (Soft-RoCE fills it, NICs may not), so it is not shown there.
+    if ((wc.opcode & IBV_WC_RECV) != 0) line += ", " + std::to_string(wc.byte_len) + " bytes";
     if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) line += ", with imm";
     return line;
   }

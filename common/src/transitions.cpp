@@ -124,8 +124,9 @@ transition rtr_transition(const peer_info& peer, const qp_params& params) {
   t.attr.rq_psn = peer.psn;            // = the peer's sq_psn, or its packets look lost
   t.attr.max_dest_rd_atomic = 1;       // RDMA Reads/atomics the peer may have in flight here
   t.attr.min_rnr_timer = params.min_rnr_timer;
-  // The address vector. On RoCE there are no LIDs: the GRH carries the GIDs
-  // (inside UDP/IP on RoCE v2), so is_global must be 1.
+  // The address vector. On RoCE there are no LIDs: packets are addressed by
+  // GID, so is_global must be 1 (on RoCE v2 the GIDs become the IP addresses
+  // and hop_limit the TTL of the UDP/IP packet).
   t.attr.ah_attr.is_global = 1;
   t.attr.ah_attr.grh.dgid = peer.gid;
   t.attr.ah_attr.grh.sgid_index = params.gid_index;  // our entry, same RoCE version as the peer's

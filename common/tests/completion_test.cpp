@@ -4,13 +4,15 @@
 
 #include "rdma_tutorial/completion.hpp"
 
-TEST_CASE("a successful completion should show its opcode and length") {
+TEST_CASE("a successful completion should show its opcode, and its length only for a receive") {
   ibv_wc wc{};
   wc.wr_id = 7;
   wc.status = IBV_WC_SUCCESS;
   wc.opcode = IBV_WC_RDMA_WRITE;
   wc.byte_len = 64;
-  CHECK(rdma::describe_wc(wc) == "wr_id 7: IBV_WC_RDMA_WRITE, 64 bytes");
+  CHECK(rdma::describe_wc(wc) == "wr_id 7: IBV_WC_RDMA_WRITE");
+  wc.opcode = IBV_WC_RECV;
+  CHECK(rdma::describe_wc(wc) == "wr_id 7: IBV_WC_RECV, 64 bytes");
 }
 
 TEST_CASE("a completion with immediate data should say so") {

@@ -22,7 +22,8 @@ std::string wc_opcode_name(ibv_wc_opcode opcode);
 // "IBV_WC_REM_ACCESS_ERR", ...; ibv_wc_status_str gives the prose.
 std::string wc_status_name(ibv_wc_status status);
 
-// Success: "wr_id 7: IBV_WC_RDMA_WRITE, 64 bytes"
+// Success: "wr_id 7: IBV_WC_RDMA_WRITE", "wr_id 8: IBV_WC_RECV, 64 bytes"
+//          (the length only for receives: the one side where it is defined)
 // Error:   "wr_id 7: IBV_WC_REM_ACCESS_ERR (10, remote access error), vendor_err 0x0"
 std::string describe_wc(const ibv_wc& wc);
 

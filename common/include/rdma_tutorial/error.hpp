@@ -68,6 +68,10 @@ std::string errno_name(int err);
 // Known causes, keyed by the call's name (the part before any '(') and errno.
 std::string likely_fix(std::string_view call, int err);
 
+// check_ptr and check_errno read errno after the call. rdma-core's verbs set
+// it when they fail; a provider that returned NULL without setting it would
+// leave whatever an earlier failure put there, so a surprising errno from
+// them is worth a second look.
 template <typename T>
 T* check_ptr(T* p, std::string_view call) {
   if (p == nullptr) {

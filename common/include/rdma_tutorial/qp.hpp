@@ -39,8 +39,9 @@ struct peer_info {
   ibv_gid gid{};
 };
 
-// How this QP reaches its peer and behaves as a sender (chapter 03, "The
-// mask" and "RTR -> RTS: how to send, how long to wait").
+// How this QP reaches its peer and behaves as a sender (docs/03-qp-state.md,
+// sections "The mask — common/src/transitions.cpp" and "RTR → RTS: how to
+// send, how long to wait").
 struct qp_params {
   std::uint8_t port = 1;
   std::uint8_t gid_index = 0;        // our GID entry (rdma::choose_gid)
@@ -69,7 +70,7 @@ transition rtr_transition(const peer_info& peer, const qp_params& params);
 transition rts_transition(std::uint32_t sq_psn, const qp_params& params);
 
 std::string qp_state_name(ibv_qp_state state);  // "RESET", "INIT", "RTR", ...
-std::string mask_names(int mask);               // "STATE|PKEY_INDEX|PORT|ACCESS_FLAGS"
+std::string mask_names(int mask);               // "STATE|ACCESS_FLAGS|PKEY_INDEX|PORT" (enum order)
 // The masked fields and their values: "port_num 1, pkey_index 0, ...".
 std::string describe_values(const ibv_qp_attr& attr, int mask);
 // Why ibv_modify_qp may have refused `t` with `err`: the bits the mask lacks,

@@ -8,8 +8,8 @@
 //   access_flags.cpp        the access flags each buffer's job needs
 //   pd_boundary.cpp         the device enforcing the PD at run time
 //   loopback.cpp            (a preview of stage 03) a QP connected to itself, one RDMA Write
-//   memlock.cpp             RLIMIT_MEMLOCK and CAP_IPC_LOCK (applied first thing in
-//                           main), and the ENOMEM demo at the end
+//   memlock.cpp             RLIMIT_MEMLOCK and CAP_IPC_LOCK (applied in main before
+//                           the device is opened), and the ENOMEM demo at the end
 //   cost_table.cpp          what a registration costs, by size
 //   logic.cpp               the parts with no device: flag and size text, table sizes, median
 #pragma once

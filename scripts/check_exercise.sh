@@ -6,7 +6,7 @@
 #   scripts/check_exercise.sh port_zero
 #   scripts/check_exercise.sh 01_devices/port_zero
 #   scripts/check_exercise.sh 01_devices/exercises/port_zero.cpp   (tab completion)
-#   scripts/check_exercise.sh --list
+#   scripts/check_exercise.sh --list      (or no argument; -h, --help: this text)
 #
 # Only the exercise you name is built: a half-edited exercise never breaks
 # the rest of the tree. If it does not compile, or compiles with a warning,
@@ -16,6 +16,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"
+  exit 0
+fi
 if [[ "${1:-}" == "--list" || $# -eq 0 ]]; then
   echo "exercises (scripts/check_exercise.sh NAME):"
   for f in [0-9][0-9]_*/exercises/*.cpp; do
@@ -49,7 +53,11 @@ stage="${source_file%%/*}"
 name="$(basename "$source_file" .cpp)"
 
 # The tree as shipped (quietly), then this one exercise.
-build_tree "$build" >/dev/null || { echo "check_exercise: the stages themselves do not build (see above)" >&2; exit 2; }
+if ! tree_log=$(build_tree "$build" 2>&1); then
+  echo "check_exercise: the stages themselves do not build:" >&2
+  printf '%s\n' "$tree_log" >&2
+  exit 2
+fi
 target="subprojects/$stage/exercises/$name"
 # A build of this one stage on its own (meson setup b 01_devices) has it here.
 [[ -d "$build/subprojects/$stage" ]] || target="exercises/$name"

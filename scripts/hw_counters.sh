@@ -17,7 +17,8 @@ usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0";
 device=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -d) device="$2"; shift 2 ;;
+    -d) [[ $# -ge 2 ]] || { echo "hw_counters: -d needs a device name" >&2; exit 2; }
+        device="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; break ;;
     *) echo "hw_counters: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;

@@ -149,8 +149,8 @@ port=/sys/class/infiniband/$name/ports/1
 [[ -d "$port" ]] || die "$port does not exist although the link does; is /sys mounted from this host?"
 
 # The netdev's IPv4 addresses; each gets a RoCE v2 GID ::ffff:a.b.c.d.
-# (No "< <(...)" in these scripts: it needs /dev/fd, which minimal systems such
-# as the rxe_vm.sh guest lack.)
+# (A here-string, not "< <(...)": this script also runs on minimal systems
+# without /dev/fd.)
 read -ra ipv4s <<< "$(ip -o -4 addr show dev "$netdev" | awk '{ sub(/\/.*/, "", $4); print $4 }' | paste -sd' ')"
 
 # Print "index dotted-address" for each RoCE v2 GID of $netdev that is an

@@ -1,5 +1,7 @@
 #include "rdma_tutorial/device.hpp"
 
+#include <sys/utsname.h>
+
 #include <cerrno>
 #include <filesystem>
 #include <system_error>
@@ -8,7 +10,33 @@
 
 namespace rdma {
 
+namespace {
+
+// Whether the running kernel ships the RDMA modules (ib_uverbs) at all.
+bool kernel_has_rdma_modules() {
+  utsname u{};
+  if (::uname(&u) != 0) return false;
+  std::error_code ignored;
+  const std::filesystem::path core =
+      std::filesystem::path("/lib/modules") / u.release / "kernel/drivers/infiniband/core";
+  for (const auto& entry : std::filesystem::directory_iterator(core, ignored)) {
+    if (entry.path().filename().string().starts_with("ib_uverbs.ko")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void throw_no_device(int err) {
+  // libibverbs answers ENOSYS when /sys/class/infiniband_verbs is missing:
+  // the kernel has no RDMA at all, or has its modules but not loaded yet.
+  if (err == ENOSYS && kernel_has_rdma_modules()) {
+    throw tutorial_error(
+        "no RDMA device: the kernel's RDMA modules are not loaded (ibv_get_device_list failed with ENOSYS: "
+        "no /sys/class/infiniband_verbs)",
+        "sudo scripts/setup_rxe.sh loads them and adds a Soft-RoCE device; for a NIC, sudo modprobe ib_uverbs "
+        "and its driver");
+  }
   if (err == ENOSYS) {
     throw tutorial_error(
         "no RDMA device: this kernel has no RDMA support (ibv_get_device_list failed with ENOSYS)",

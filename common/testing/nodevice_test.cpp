@@ -3,7 +3,7 @@
 // the no-device cases this is and the fix, and print nothing else. Where
 // a device exists there is nothing to check: the test skips (77).
 //
-// The program comes in $PROGRAM (set by common/exercise_rules.build).
+// The program comes in $PROGRAM (set by common/stage_rules.build).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <infiniband/verbs.h>

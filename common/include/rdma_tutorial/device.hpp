@@ -13,7 +13,8 @@ namespace rdma {
 
 // The ways of having no device, each with its fix:
 //  - ibv_get_device_list returned NULL with ENOSYS: the kernel has no RDMA
-//    support at all (no /sys/class/infiniband). Use the Soft-RoCE guest.
+//    support at all (no /sys/class/infiniband): use the Soft-RoCE guest; or
+//    it ships the modules and they are not loaded: scripts/setup_rxe.sh.
 //  - it returned an empty list: RDMA is there, but no driver is bound and no
 //    Soft-RoCE link exists (create one with scripts/setup_rxe.sh); or the
 //    kernel has a device (/sys/class/infiniband lists it) and libibverbs has

@@ -1,6 +1,6 @@
-// Command-line options shared by every stage, spelled as ibv_rc_pingpong,
-// rping and every perftest tool spell them, so a reader who knows those is
-// never surprised:
+// Command-line options shared by every stage, spelled as ibv_rc_pingpong and
+// every perftest tool spell them, so a reader who knows those is never
+// surprised:
 //
 //   -d, --ib-dev NAME     RDMA device (default: the first one found)
 //   -i, --ib-port N       port on that device, numbered from 1 (default 1)

@@ -17,6 +17,12 @@
 #
 # Inside the guest RXE_VM=1 is set; running this script there again just runs
 # the command, so chapters and tests can use the same command line everywhere.
+#
+# With --pair, two guests boot, joined by a virtual wire (a qemu socket
+# netdev on this machine's loopback): each has its own rxe0 on its eth0, so
+# RoCE v2 packets really cross a link, as between two hosts. The command runs
+# on the first (192.0.2.1); the second (192.0.2.2) runs whatever the command
+# hands it with scripts/on_peer.sh, and powers off when the command is done.
 set -euo pipefail
 
 usage() {
@@ -30,6 +36,8 @@ Options:
   --kernel VERSION    kernel to boot (default: newest installed one with rdma_rxe.ko)
   --no-rxe            boot with dummy0 (192.0.2.1/24) but no rxe0 link: for testing
                       what programs and scripts do when there is no RDMA device
+  --pair              two guests on a wire: the command on 192.0.2.1, a peer at
+                      192.0.2.2 that scripts/on_peer.sh runs commands on
   --verbose           show the guest's console (kernel messages) at the end
 Environment: RXE_VM_ACCEL=kvm|tcg forces the accelerator (default: probe KVM once).
 EOF
@@ -38,7 +46,13 @@ EOF
 if [[ "${RXE_VM:-}" == 1 ]]; then
   # Already inside the guest: the device is here, just run the command.
   while [[ $# -gt 0 && "$1" != "--" ]]; do
-    case "$1" in --timeout|--share|--memory|--kernel) shift 2 ;; *) shift ;; esac
+    case "$1" in
+      --timeout|--share|--memory|--kernel) shift 2 ;;
+      --pair)
+        [[ -n "${RXE_VM_PEER_DIR:-}" ]] || { echo "rxe_vm: --pair starts from the host; this guest has no peer" >&2; exit 2; }
+        shift ;;
+      *) shift ;;
+    esac
   done
   [[ "${1:-}" == "--" ]] && shift
   exec "$@"
@@ -49,6 +63,7 @@ memory=2048
 kver=""
 verbose=0
 with_rxe=1
+pair=0
 shares=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -58,6 +73,7 @@ while [[ $# -gt 0 ]]; do
     --kernel) kver="$2"; shift 2 ;;
     --verbose) verbose=1; shift ;;
     --no-rxe) with_rxe=0; shift ;;
+    --pair) pair=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; break ;;
     *) echo "rxe_vm: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
@@ -65,6 +81,10 @@ while [[ $# -gt 0 ]]; do
 done
 if [[ $# -eq 0 ]]; then
   echo "rxe_vm: no command given; example: scripts/rxe_vm.sh -- ibv_devinfo" >&2
+  exit 2
+fi
+if [[ $pair == 1 && $with_rxe == 0 ]]; then
+  echo "rxe_vm: --pair and --no-rxe do not go together" >&2
   exit 2
 fi
 
@@ -95,8 +115,10 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rxe_vm.XXXXXX")
 qemu_pid=""
+peer_pid=""
 cleanup() {
   [[ -n "$qemu_pid" ]] && kill -9 "$qemu_pid" 2>/dev/null || true
+  [[ -n "$peer_pid" ]] && kill -9 "$peer_pid" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -113,6 +135,7 @@ done
 # modprobe knows the order (and the parameters from modprobe.d); crc32_generic
 # is only a soft dependency of rdma_rxe but without it "rdma link add" fails.
 modules=(rdma_rxe rdma_ucm ib_umad crc32_generic dummy 9p 9pnet_virtio virtio_pci)
+[[ $pair == 1 ]] && modules+=(virtio_net)  # the wire between the two guests
 : > "$root/modules/load"
 declare -A seen=()
 for m in "${modules[@]}"; do
@@ -131,29 +154,49 @@ for m in "${modules[@]}"; do
 done
 grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rxe for $kver (run depmod $kver)"
 
-# The job: run in the host's root (read-only) with the writable shares on top.
-{
-  echo '#!/bin/bash'
-  # The status goes to the host through the job share, whatever path ends the job.
-  printf 'trap '"'"'echo $? > %q/status'"'"' EXIT\n' "$work"
-  echo 'export RXE_VM=1 RXE_VM_IPV4=192.0.2.1 HOME=/tmp/home LANG=C.UTF-8'
-  echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-  # The environment does not cross into the guest by itself: these do (the
-  # sanitizer and test-harness settings too, for a command run by hand).
-  for v in TERM CI MESON_TESTTHREADS ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS VALGRIND_OPTS $(compgen -v RDMA_TUTORIAL_); do
-    [[ -n "${!v:-}" ]] && printf 'export %s=%q\n' "$v" "${!v}"
-  done
-  echo 'mkdir -p "$HOME"'
-  echo 'ip link set lo up'
-  echo 'ip link add dummy0 type dummy && ip addr add 192.0.2.1/24 dev dummy0 && ip link set dummy0 up || { echo "rxe_vm: could not create dummy0" >&2; exit 125; }'
-  if [[ $with_rxe == 1 ]]; then
-    echo 'rdma link add rxe0 type rxe netdev dummy0 || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }'
-    echo 'i=0; until grep -qs ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do'
-    echo '  i=$((i+1)); [ $i -gt 50 ] && { echo "rxe_vm: rxe0 port 1 never became ACTIVE" >&2; exit 125; }; sleep 0.1; done'
-  fi
-  printf 'cd %q || exit 125\n' "$PWD"
-  printf '%q ' "$@"; echo
-} > "$work/job.sh"
+# The jobs: each runs in the host's root (read-only) with the writable shares
+# on top. write_job NAME STATUS_FILE NETDEV ADDRESS PEER_ADDRESS COMMAND...
+# (NETDEV dummy0 is created here; eth0 is the pair's wire.)
+write_job() {
+  local name=$1 status=$2 netdev=$3 address=$4 peer_address=$5
+  shift 5
+  {
+    echo '#!/bin/bash'
+    # The status goes to the host through the job share, whatever path ends the job.
+    printf 'trap '"'"'echo $? > %q'"'"' EXIT\n' "$work/$status"
+    printf 'export RXE_VM=1 RXE_VM_IPV4=%s HOME=/tmp/home LANG=C.UTF-8\n' "$address"
+    if [[ -n "$peer_address" ]]; then
+      printf 'export RXE_VM_PEER_IPV4=%s RXE_VM_PEER_DIR=%q\n' "$peer_address" "$work/peer"
+    fi
+    echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+    # The environment does not cross into the guest by itself: these do (the
+    # sanitizer and test-harness settings too, for a command run by hand).
+    for v in TERM CI MESON_TESTTHREADS ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS VALGRIND_OPTS $(compgen -v RDMA_TUTORIAL_); do
+      [[ -n "${!v:-}" ]] && printf 'export %s=%q\n' "$v" "${!v}"
+    done
+    echo 'mkdir -p "$HOME"'
+    echo 'ip link set lo up'
+    if [[ $netdev == dummy0 ]]; then
+      echo 'ip link add dummy0 type dummy || { echo "rxe_vm: could not create dummy0" >&2; exit 125; }'
+    fi
+    printf 'ip addr add %s/24 dev %s && ip link set %s up || { echo "rxe_vm: could not set up %s" >&2; exit 125; }\n' \
+      "$address" "$netdev" "$netdev" "$netdev"
+    if [[ $with_rxe == 1 ]]; then
+      printf 'rdma link add rxe0 type rxe netdev %s || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }\n' "$netdev"
+      echo 'i=0; until grep -qs ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do'
+      echo '  i=$((i+1)); [ $i -gt 50 ] && { echo "rxe_vm: rxe0 port 1 never became ACTIVE" >&2; exit 125; }; sleep 0.1; done'
+    fi
+    printf 'cd %q || exit 125\n' "$PWD"
+    printf '%q ' "$@"; echo
+  } > "$work/$name"
+}
+if [[ $pair == 1 ]]; then
+  mkdir -p "$work/peer"
+  write_job job.sh status eth0 192.0.2.1 192.0.2.2 "$@"
+  write_job peer_job.sh peer_status eth0 192.0.2.2 192.0.2.1 "$checkout/scripts/peer_agent.sh" "$work/peer"
+else
+  write_job job.sh status dummy0 192.0.2.1 "" "$@"
+fi
 
 shares_list=""
 for i in "${!shares[@]}"; do shares_list+="share$i=${shares[$i]} "; done
@@ -187,7 +230,9 @@ for s in $shares_list job=$work; do
 done
 # Through a pipe, not the serial tty: programs see what they would see under
 # CI or a redirect (no progress bars, no colours), and the host gets plain text.
-chroot \$R /bin/bash $work/job.sh < /dev/null 2>&1 | cat > /dev/ttyS1
+job=job.sh
+for arg in \$(cat /proc/cmdline); do case "\$arg" in rxe_vm.job=*) job=\${arg#rxe_vm.job=} ;; esac; done
+chroot \$R /bin/bash $work/\$job < /dev/null 2>&1 | cat > /dev/ttyS1
 poweroff -f
 EOF
 chmod +x "$root/init"
@@ -224,11 +269,35 @@ fsdev+=(-virtfs "local,path=$work,mount_tag=job,security_model=none,multidevs=re
 
 quiet="quiet loglevel=1"
 [[ $verbose == 1 ]] && quiet=""
-"$qemu" "${accel[@]}" -smp "$(nproc | awk '{print ($1 > 4) ? 4 : $1}')" -m "$memory" \
-  -display none -no-reboot -nic none -monitor none \
-  -serial "file:$work/console.log" -serial stdio \
-  -kernel "/boot/vmlinuz-$kver" -initrd "$work/initramfs.gz" \
-  -append "console=ttyS0 panic=-1 $quiet" "${fsdev[@]}" </dev/null &
+# start_guest JOB CONSOLE OUTPUT CPUS NET...: one guest in the background.
+start_guest() {
+  local job=$1 console=$2 output=$3 cpus=$4
+  shift 4
+  "$qemu" "${accel[@]}" -smp "$cpus" -m "$memory" \
+    -display none -no-reboot -monitor none "$@" \
+    -serial "file:$console" -serial "$output" \
+    -kernel "/boot/vmlinuz-$kver" -initrd "$work/initramfs.gz" \
+    -append "console=ttyS0 panic=-1 $quiet rxe_vm.job=$job" "${fsdev[@]}" </dev/null &
+}
+if [[ $pair == 1 ]]; then
+  # The peer listens on a free loopback port, the main guest connects to it
+  # once it is listening: the wire exists only on this machine.
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') \
+    || die "could not find a free port on 127.0.0.1 for the wire between the guests"
+  start_guest peer_job.sh "$work/peer_console.log" "file:$work/peer_output.log" 1 \
+    -netdev "socket,id=wire,listen=127.0.0.1:$port" -device "virtio-net-pci,netdev=wire,mac=52:54:00:00:00:02"
+  peer_pid=$!
+  for _ in $(seq 100); do   # 10 s at most
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2).close()' "$port" \
+      2>/dev/null && break
+    kill -0 "$peer_pid" 2>/dev/null || die "the peer guest stopped before its end of the wire was up; its console said: $(tail -n 5 "$work/peer_console.log" 2>/dev/null)"
+    sleep 0.1
+  done
+  start_guest job.sh "$work/console.log" stdio 1 \
+    -netdev "socket,id=wire,connect=127.0.0.1:$port" -device "virtio-net-pci,netdev=wire,mac=52:54:00:00:00:01"
+else
+  start_guest job.sh "$work/console.log" stdio "$(nproc | awk '{print ($1 > 4) ? 4 : $1}')" -nic none
+fi
 qemu_pid=$!
 
 deadline=$((SECONDS + timeout_s))
@@ -245,7 +314,17 @@ while kill -0 "$qemu_pid" 2>/dev/null; do
 done
 wait "$qemu_pid" || true
 qemu_pid=""
+if [[ $pair == 1 ]]; then
+  # The command is done: the peer's agent ends its jobs and powers off.
+  touch "$work/peer/stop"
+  for _ in $(seq 150); do kill -0 "$peer_pid" 2>/dev/null || break; sleep 0.2; done
+  kill -9 "$peer_pid" 2>/dev/null || true
+  wait "$peer_pid" 2>/dev/null || true
+  peer_pid=""
+fi
 [[ $verbose == 1 ]] && { echo "--- guest console ---"; cat "$work/console.log"; } >&2
+[[ $verbose == 1 && $pair == 1 ]] && { echo "--- peer guest console ---"; cat "$work/peer_console.log";
+                                       echo "--- peer agent ---"; cat "$work/peer_output.log"; } >&2
 
 if [[ ! -s "$work/status" ]]; then
   echo "rxe_vm: the guest stopped without reporting an exit status (kernel panic or boot failure); its console said:" >&2

@@ -36,4 +36,27 @@ expect "setup_rxe.sh reports the RoCE v2 IPv4 GID" 0 0 "$out" 'RoCE v2 IPv4 GID:
 problems=$(grep -E '^(FAIL|WARN)' <<<"$out")
 expect "the doctor finds nothing worse than the memlock warning" "$(wc -l <<<"$problems")" 1 "$problems" '^WARN memlock'
 expect "after --remove no device is left" 0 0 "$(tail -n1 <<<"$out")" '^0$'
+# --pair: two guests on a wire, each with its own rxe0; the first runs the
+# command, the second what on_peer.sh hands it. One boot of the pair checks
+# the peer's address and exit status, RDMA across the wire (ibv_rc_pingpong
+# between the two GIDs), and that a peer command past its time is ended.
+out=$($vm --pair --timeout 400 -- bash -c '
+  scripts/on_peer.sh -- bash -c "echo peer at \$RXE_VM_IPV4, mine is \$RXE_VM_PEER_IPV4; exit 7"; echo "peer status $?"
+  scripts/on_peer.sh --start pingpong -- ibv_rc_pingpong -g 1 -n 5
+  for try in 1 2 3 4 5 6 7 8 9 10; do sleep 1; ibv_rc_pingpong -g 1 -n 5 "$RXE_VM_PEER_IPV4" && break; done
+  echo "client status $?"
+  scripts/on_peer.sh --wait pingpong --timeout 60; echo "server status $?"
+  scripts/on_peer.sh --timeout 3 -- sleep 600; echo "sleeper status $?"' 2>&1)
+status=$?
+expect "with --pair the command runs, and the peer answers from 192.0.2.2 with its exit status" $status 0 "$out" \
+  '^peer at 192.0.2.2, mine is 192.0.2.1$'
+expect "the peer's exit status comes back" 0 0 "$out" '^peer status 7$'
+expect "RDMA crosses the wire: the client sees the server's GID ::ffff:192.0.2.2" 0 0 "$out" \
+  'remote address: .*GID ::ffff:192.0.2.2$'
+expect "both ends of ibv_rc_pingpong succeed" 0 0 "$(grep -E '^(client|server) status' <<<"$out" | paste -sd' ')" \
+  '^client status 0 server status 0$'
+expect "a peer command past its timeout is ended, with 124" 0 0 "$out" '^sleeper status 124$'
+out=$($vm -- scripts/rxe_vm.sh --pair -- true 2>&1)
+expect "inside a single guest, --pair says there is no peer" $? 2 "$out" 'starts from the host'
+
 exit $((failures > 0))

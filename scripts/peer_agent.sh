@@ -7,8 +7,8 @@
 #
 # In DIR, per job NAME: on_peer.sh writes NAME.cmd (a bash script, renamed
 # into place whole); the agent renames it NAME.run, runs it in its own
-# process group with its output in NAME.out and NAME.err, and writes its exit
-# status to NAME.status (renamed into place whole). NAME.kill asks it to end
+# process group (NAME.pgid) with its output in NAME.out and NAME.err, and
+# writes its exit status to NAME.status (renamed into place whole). NAME.kill asks it to end
 # the job (SIGTERM, then SIGKILL after 2 s). The agent writes DIR/ready once
 # it runs, and on DIR/stop ends every job still running and exits.
 set -uo pipefail
@@ -18,15 +18,23 @@ declare -A pids=() kill_sent=()
 start_job() {
   local name=$1
   mv "$dir/$name.cmd" "$dir/$name.run" || return
-  # setsid: a process group of its own, so a kill ends everything it started.
-  setsid bash -c 'bash "$1.run" >"$1.out" 2>"$1.err"; echo $? > "$1.status.tmp"; mv "$1.status.tmp" "$1.status"' \
-    _ "$dir/$name" </dev/null &
+  # The job gets a process group of its own (setsid), so a kill ends all it
+  # started; the subshell around it stays outside that group, so it lives on
+  # to write the job's exit status.
+  (
+    setsid bash "$dir/$name.run" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null &
+    echo $! > "$dir/$name.pgid"
+    wait $!
+    echo $? > "$dir/$name.status.tmp"
+    mv "$dir/$name.status.tmp" "$dir/$name.status"
+  ) &
   pids[$name]=$!
 }
 
 end_job() {  # end_job NAME SIGNAL
-  local pid=${pids[$1]}
-  kill "-$2" -- "-$pid" 2>/dev/null || kill "-$2" "$pid" 2>/dev/null || true
+  local pgid
+  pgid=$(cat "$dir/$1.pgid" 2>/dev/null) || return 0
+  kill "-$2" -- "-$pgid" 2>/dev/null || kill "-$2" "$pgid" 2>/dev/null || true
 }
 
 echo "peer agent: ready at $RXE_VM_IPV4, watching $dir"

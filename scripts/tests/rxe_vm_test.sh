@@ -46,7 +46,9 @@ out=$($vm --pair --timeout 400 -- bash -c '
   for try in 1 2 3 4 5 6 7 8 9 10; do sleep 1; ibv_rc_pingpong -g 1 -n 5 "$RXE_VM_PEER_IPV4" && break; done
   echo "client status $?"
   scripts/on_peer.sh --wait pingpong --timeout 60; echo "server status $?"
-  scripts/on_peer.sh --timeout 3 -- sleep 600; echo "sleeper status $?"' 2>&1)
+  scripts/on_peer.sh --timeout 3 -- sleep 600; echo "sleeper status $?"
+  scripts/on_peer.sh --start idle -- sleep 600; sleep 1
+  start=$SECONDS; scripts/on_peer.sh --stop idle --timeout 60; echo "stopped status $? after $((SECONDS - start)) s"' 2>&1)
 status=$?
 expect "with --pair the command runs, and the peer answers from 192.0.2.2 with its exit status" $status 0 "$out" \
   '^peer at 192.0.2.2, mine is 192.0.2.1$'
@@ -56,6 +58,7 @@ expect "RDMA crosses the wire: the client sees the server's GID ::ffff:192.0.2.2
 expect "both ends of ibv_rc_pingpong succeed" 0 0 "$(grep -E '^(client|server) status' <<<"$out" | paste -sd' ')" \
   '^client status 0 server status 0$'
 expect "a peer command past its timeout is ended, with 124" 0 0 "$out" '^sleeper status 124$'
+expect "--stop ends a started peer job at once (SIGTERM: 143)" 0 0 "$out" '^stopped status 143 after [0-9] s$'
 out=$($vm -- scripts/rxe_vm.sh --pair -- true 2>&1)
 expect "inside a single guest, --pair says there is no peer" $? 2 "$out" 'starts from the host'
 

@@ -74,9 +74,8 @@ case $mode in
     mv "$dir/.$job.tmp" "$dir/$job.cmd"
     [[ $mode == start ]] && exit 0
     finish "$job" ;;
-  wait) [[ -e "$dir/$name.cmd" || -e "$dir/$name.run" ]] || die "no job named '$name' was started"
-        finish "$name" ;;
-  stop) [[ -e "$dir/$name.cmd" || -e "$dir/$name.run" ]] || die "no job named '$name' was started"
-        touch "$dir/$name.kill"
-        finish "$name" ;;
+  wait|stop)
+    [[ -e "$dir/$name.cmd" || -e "$dir/$name.run" ]] || die "no job named '$name' was started"
+    [[ $mode == stop ]] && touch "$dir/$name.kill"
+    finish "$name" ;;
 esac

@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <string>
 
@@ -22,16 +21,10 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using rdma::testing::describe;
 using rdma::testing::has_line;
+using rdma::testing::read_line;
 using rdma::testing::run;
 
 namespace {
-
-std::string read_line(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
 
 std::string devices() { return rdma::testing::program_from_env("PROGRAM"); }
 

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -19,6 +18,7 @@
 using namespace std::chrono_literals;
 using rdma::testing::describe;
 using rdma::testing::has_line;
+using rdma::testing::read_line;
 using rdma::testing::run;
 
 namespace {
@@ -41,13 +41,6 @@ std::vector<unsigned long> caps_row(const std::string& out, const std::string& l
   std::vector<unsigned long> values;
   for (std::size_t i = 1; i <= 5; ++i) values.push_back(std::stoul(m[i]));
   return values;
-}
-
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
 }
 
 }  // namespace

@@ -48,7 +48,6 @@ class registered_buffer {
   char* data() const noexcept { return memory_.data(); }
   std::size_t size() const noexcept { return memory_.size(); }
   std::span<char> bytes() const noexcept { return memory_.bytes(); }
-  ibv_mr* mr() const noexcept { return mr_.get(); }
   std::uint32_t lkey() const noexcept { return mr_->lkey; }
   std::uint32_t rkey() const noexcept { return mr_->rkey; }
 

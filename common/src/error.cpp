@@ -54,6 +54,11 @@ constexpr std::array known_causes{
                 "which may exceed what was asked); poll completions before posting more"},
     known_cause{"ibv_post_recv", ENOMEM,
                 "the receive queue is full: more receives posted than it holds (ibv_query_qp's max_recv_wr)"},
+    known_cause{"bind", EADDRINUSE,
+                "another program holds this TCP port (an earlier server still running?); pick another "
+                "with -p on both sides, or find it with 'ss -ltnp'"},
+    known_cause{"bind", EADDRNOTAVAIL,
+                "--bind names an address this machine does not have (ip -br addr lists them)"},
     known_cause{"", EPERM,
                 "this needs privileges; check that /dev/infiniband/* is accessible"},
 };

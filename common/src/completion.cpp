@@ -63,7 +63,8 @@ std::string wc_status_hint(ibv_wc_status status) {
     case IBV_WC_RNR_RETRY_EXC_ERR:
       return "the peer had no receive WQE posted (Receiver Not Ready) for longer than rnr_retry allows";
     case IBV_WC_WR_FLUSH_ERR:
-      return "the QP was already in the error state; look at the first failed completion";
+      return "the QP was already in the error state; look at the first failed completion, here or at the peer "
+             "(a remote access error breaks the connection at both ends)";
     case IBV_WC_LOC_QP_OP_ERR:
       return "the WR is not valid for this QP or its state (posted before RTS? too many SGEs?); Soft-RoCE "
              "also reports an lkey whose MR is in another PD than the QP this way";
@@ -105,6 +106,17 @@ std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady
     if (n == 0 && std::chrono::steady_clock::now() >= deadline) break;
   }
   return got;
+}
+
+ibv_wc poll_one(ibv_cq* cq, int wait_ms, std::string_view waiting_for) {
+  ibv_wc wc{};
+  if (poll_cq_until(cq, {&wc, 1}, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms)) == 0) {
+    throw tutorial_error("no completion within " + std::to_string(wait_ms) + " ms (waiting for " +
+                             std::string(waiting_for) + ")",
+                         "the peer never answered and the sender has not given up: check both sides' GID, QPN "
+                         "and PSN; with timeout 0, or retry_cnt 7 on Soft-RoCE, a sender never gives up");
+  }
+  return wc;
 }
 
 completion_error::completion_error(const ibv_wc& wc)

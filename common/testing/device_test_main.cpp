@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 int main(int argc, char** argv) {
   int count = 0;
@@ -18,6 +19,12 @@ int main(int argc, char** argv) {
     std::printf("SKIP: no RDMA device (%s); run the device suites in the Soft-RoCE guest: "
                 "scripts/rxe_vm.sh -- meson test -C build --suite rxe\n",
                 list == nullptr && err == ENOSYS ? "this kernel has no RDMA support" : "no driver or Soft-RoCE link");
+    return 77;
+  }
+  // The pair suite's cases need the second guest of scripts/rxe_vm.sh --pair.
+  if (std::getenv("RDMA_TUTORIAL_PAIR") != nullptr && std::getenv("RXE_VM_PEER_DIR") == nullptr) {
+    std::printf("SKIP: no peer host; run the pair suite in two guests: "
+                "scripts/rxe_vm.sh --pair -- meson test -C build --suite pair\n");
     return 77;
   }
   doctest::Context context(argc, argv);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
@@ -126,14 +127,46 @@ std::chrono::milliseconds scaled(std::chrono::milliseconds timeout) {
   return factor > 1 ? timeout * factor : timeout;
 }
 
-run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+namespace {
+
+std::vector<std::string> wrapped(const std::vector<std::string>& argv) {
   std::vector<std::string> command;
   if (const char* wrapper = std::getenv("RDMA_TUTORIAL_WRAPPER"); wrapper != nullptr && *wrapper != '\0') {
     command.emplace_back(wrapper);
   }
   command.insert(command.end(), argv.begin(), argv.end());
-  process p(command);
+  return command;
+}
+
+}  // namespace
+
+run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  process p(wrapped(argv));
   return p.wait(scaled(timeout));
+}
+
+std::unique_ptr<process> start(const std::vector<std::string>& argv) { return std::make_unique<process>(wrapped(argv)); }
+
+pair_result run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client,
+                     std::chrono::milliseconds timeout, const std::vector<std::string>& server_prefix) {
+  std::vector<std::string> server_command = server_prefix;
+  for (const auto& word : server_prefix.empty() ? wrapped(server) : server) server_command.push_back(word);
+  process server_process(server_command);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
+  pair_result r;
+  r.client = run(client, timeout);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  r.server = server_process.wait(std::max(left, std::chrono::milliseconds(1000)));
+  return r;
+}
+
+run_result pair_result::combined() const {
+  run_result r;
+  r.exit_code = client.exit_code != 0 ? client.exit_code : server.exit_code;
+  r.timed_out = client.timed_out || server.timed_out;
+  r.out = client.out + server.out;
+  r.err = client.err + server.err;
+  return r;
 }
 
 run_result run_shell(const std::string& command, std::chrono::milliseconds timeout) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,22 @@ class process {
 //   RDMA_TUTORIAL_TIME_SCALE  a whole number every timeout is multiplied by,
 //                             because a program under valgrind runs slower.
 run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+
+// Two peers: the server started first, then the client (which retries its
+// connect while the server starts up); both bounded by `timeout`, both
+// wrapped and scaled as run() does. `server_prefix` goes in front of the
+// server's command unwrapped: scripts/on_peer.sh runs it on the other guest.
+struct pair_result {
+  run_result server;
+  run_result client;
+  // Both outputs, the client's first, for a checker that judges the pair.
+  run_result combined() const;
+};
+pair_result run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client,
+                     std::chrono::milliseconds timeout, const std::vector<std::string>& server_prefix = {});
+
+// A process started as run() starts it (wrapped), to be waited for later.
+std::unique_ptr<process> start(const std::vector<std::string>& argv);
 
 // `sh -c command`, for command lines copied from a chapter (never wrapped;
 // its timeout is scaled like run's).

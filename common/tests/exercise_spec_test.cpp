@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "exercise_spec.hpp"
 
 using rdma::testing::judge;
@@ -27,6 +29,16 @@ TEST_CASE("an exercise header should give title, symptom, arguments and timeout"
   CHECK(spec.fixed == std::vector<std::string>{"^  port 1$", "^    state +PORT_"});
   CHECK(spec.args == std::vector<std::string>{"-d", "rxe0"});
   CHECK(spec.timeout_seconds == 12);
+  CHECK_FALSE(spec.two_peers);
+}
+
+TEST_CASE("a SERVER line, even an empty one, should make the exercise a two-peer run") {
+  const auto two = parse_exercise_spec(std::string(source) + "// SERVER: --notify flag\n");
+  CHECK(two.two_peers);
+  CHECK(two.server_args == std::vector<std::string>{"--notify", "flag"});
+  const auto bare = parse_exercise_spec(std::string(source) + "// SERVER:\n");
+  CHECK(bare.two_peers);
+  CHECK(bare.server_args.empty());
 }
 
 TEST_CASE("an exercise without title, symptom or fixed line, or with a bad regex, should be refused") {

@@ -36,9 +36,18 @@ int main(int argc, char** argv) {
     source << in.rdbuf();
     const auto spec = rdma::testing::parse_exercise_spec(source.str());
 
-    std::vector<std::string> command{parser.positional()[1]};
+    const std::string& program = parser.positional()[1];
+    std::vector<std::string> command{program};
     command.insert(command.end(), spec.args.begin(), spec.args.end());
-    const auto run = rdma::testing::run(command, std::chrono::seconds(spec.timeout_seconds));
+    rdma::testing::run_result run;
+    if (spec.two_peers) {
+      // The server first, then the client; the pair is judged as one run.
+      std::vector<std::string> server{program};
+      server.insert(server.end(), spec.server_args.begin(), spec.server_args.end());
+      run = rdma::testing::run_pair(server, command, std::chrono::seconds(spec.timeout_seconds)).combined();
+    } else {
+      run = rdma::testing::run(command, std::chrono::seconds(spec.timeout_seconds));
+    }
     const auto verdict = rdma::testing::judge(spec, run);
 
     std::cout << (verdict.fixed ? "fixed" : "still broken") << ": " << spec.title << " (" << verdict.reason << ")\n";

@@ -53,6 +53,9 @@ exercise_spec parse_exercise_spec(std::string_view source) {
       spec.fixed.emplace_back(value);
     } else if (key == "ARGS") {
       spec.args = split_words(value);
+    } else if (key == "SERVER") {
+      spec.two_peers = true;
+      spec.server_args = split_words(value);
     } else if (key == "TIMEOUT") {
       try {
         spec.timeout_seconds = std::stoi(std::string(value));

@@ -9,9 +9,14 @@
 //   // FIXED: ^  port 1$                          (regex a fixed run must
 //                                                  print; one or more lines)
 //   // ARGS: -d rxe0                              (arguments, optional)
+//   // SERVER: --notify flag                      (two-peer stages: the program
+//                                                  is first started as the server
+//                                                  with these arguments, maybe
+//                                                  none, then run with ARGS as
+//                                                  the client; both are judged)
 //   // TIMEOUT: 30                                (seconds, optional)
 //
-// A run is "fixed" when the program exits 0 within the timeout, its output
+// A run is "fixed" when the program (both peers, in a two-peer stage) exits 0 within the timeout, its output
 // does not show the symptom, shows every FIXED line, and carries no report
 // of a memory checker (ASan, UBSan, LSan, memcheck). So a "fix" that only
 // makes the symptom go away (a loop that visits no port at all) is still
@@ -34,6 +39,8 @@ struct exercise_spec {
   std::string symptom;  // ECMAScript regex
   std::vector<std::string> fixed;  // regexes a fixed run must all match (multiline)
   std::vector<std::string> args;
+  bool two_peers = false;               // a SERVER: line was given
+  std::vector<std::string> server_args;
   int timeout_seconds = 30;
 };
 

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "rdma_tutorial/error.hpp"
 
@@ -60,5 +61,10 @@ inline void check_wc(const ibv_wc& wc) {
 // Soft-RoCE, or timeout 0, they never do. A program that polls without one
 // just hangs, and there is nothing to read.
 std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady_clock::time_point deadline);
+
+// One completion within wait_ms, status unchecked; otherwise throws a
+// tutorial_error saying what it waited for ("the RDMA Write") and why it
+// may never come.
+ibv_wc poll_one(ibv_cq* cq, int wait_ms, std::string_view waiting_for);
 
 }  // namespace rdma

@@ -1,0 +1,81 @@
+// rdma_write's command line: the device options every stage shares, the
+// peer's address and TCP port, and the sizes of the writes.
+#include <arpa/inet.h>
+
+#include <string>
+
+#include "rdma_tutorial/error.hpp"
+#include "stage.hpp"
+
+namespace stage04 {
+
+bool parse_options(int argc, const char* const* argv, options& out) {
+  rdma::option_parser parser("rdma_write",
+                             "Without -s: the server, exposing a landing region. With -s ADDR: the client, writing "
+                             "into it with RDMA Write.");
+  parser.add_device_options(out.device);
+  parser.add('s', "server", "ADDR", "be the client of the server at ADDR (default: be the server)",
+             [&](std::string_view v) {
+               if (v.empty()) throw rdma::usage_error("--server needs an address");
+               out.server = v;
+             });
+  parser.add(0, "bind", "ADDR", "server: listen on this IPv4 address only (default: all)", [&](std::string_view v) {
+    in_addr ignored{};
+    if (::inet_pton(AF_INET, std::string(v).c_str(), &ignored) != 1) {
+      throw rdma::usage_error("--bind expects an IPv4 address, got '" + std::string(v) + "'");
+    }
+    out.bind = v;
+  });
+  parser.add('p', "port", "N", "TCP port of the handshake (default 18515)",
+             [&](std::string_view v) { out.port = static_cast<std::uint16_t>(rdma::parse_integer(v, "--port", 1, 65535)); });
+  parser.add(0, "size", "BYTES", "server: the payload capacity; client: bytes per write (default 4096)",
+             [&](std::string_view v) {
+               out.size = static_cast<std::uint32_t>(rdma::parse_integer(v, "--size", 1, 1 << 26));
+             });
+  parser.add(0, "notify", "send|flag", "how the client tells the server it wrote: a Send, or a flag word (default send)",
+             [&](std::string_view v) {
+               if (v == "send") {
+                 out.notify = notify_by::send;
+               } else if (v == "flag") {
+                 out.notify = notify_by::flag;
+               } else {
+                 throw rdma::usage_error("--notify takes 'send' or 'flag', got '" + std::string(v) + "'");
+               }
+             });
+  parser.add(0, "iters", "N", "client: throughput mode, N writes, and a perftest-style result line",
+             [&](std::string_view v) {
+               out.iters = static_cast<std::uint32_t>(rdma::parse_integer(v, "--iters", 1, 100000000));
+             });
+  parser.add(0, "tx-depth", "N", "client: writes in flight at most (default 128)", [&](std::string_view v) {
+    out.tx_depth = static_cast<std::uint32_t>(rdma::parse_integer(v, "--tx-depth", 1, 4096));
+  });
+  parser.add(0, "cq-mod", "N", "client: signal one write in N (default 100, at most --tx-depth)",
+             [&](std::string_view v) {
+               out.cq_mod = static_cast<std::uint32_t>(rdma::parse_integer(v, "--cq-mod", 1, 4096));
+             });
+  parser.add(0, "wait-ms", "MS", "give up on a silent peer after MS: each handshake message, each completion "
+             "(default 5000)",
+             [&](std::string_view v) { out.wait_ms = static_cast<int>(rdma::parse_integer(v, "--wait-ms", 1, 3600000)); });
+  parser.add(0, "accept-ms", "MS", "server: give up when no client came, or finished, within MS (default 60000)",
+             [&](std::string_view v) {
+               out.accept_ms = static_cast<int>(rdma::parse_integer(v, "--accept-ms", 1, 86400000));
+             });
+  if (!parser.parse(argc, argv)) return false;
+
+  const bool client = !out.server.empty();
+  for (const char* only_client : {"iters", "tx-depth", "cq-mod"}) {
+    if (!client && parser.given(only_client)) {
+      throw rdma::usage_error(std::string("--") + only_client + " is for the client (with -s ADDR)");
+    }
+  }
+  if (client && parser.given("bind")) throw rdma::usage_error("--bind is for the server (without -s)");
+  if (client && parser.given("accept-ms")) throw rdma::usage_error("--accept-ms is for the server (without -s)");
+  // perftest's rule: never more signaled writes apart than fit in flight.
+  if (out.cq_mod > out.tx_depth) {
+    if (parser.given("cq-mod")) throw rdma::usage_error("--cq-mod must not exceed --tx-depth");
+    out.cq_mod = out.tx_depth;
+  }
+  return true;
+}
+
+}  // namespace stage04

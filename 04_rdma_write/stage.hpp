@@ -1,0 +1,81 @@
+// Stage 04 — one-sided RDMA Write, with an out-of-band handshake
+// (docs/04-rdma-write.md).
+//
+// Reading order, as the chapter tells it:
+//   protocol.hpp                  who sends what to whom, in order; the notice
+//   rdma_write.cpp                main: the device, a PD and a CQ, then either story
+//   common/src/wire.cpp           the handshake message, byte by byte
+//   common/src/tcp.cpp            the sockets that carry it, every wait bounded
+//   server.cpp                    expose a landing region, hand out its rkey, get told
+//   client.cpp                    one RDMA Write, then the notice
+//   throughput.cpp                many writes: a window, selective signaling, batched polling
+//   options.cpp                   the command line
+// What stages 01-03 taught comes from common/: the device and GID
+// (device.hpp, gid.hpp), buffers (buffer.hpp), the QP and its walk to RTS
+// (qp.hpp), the bounded completion wait (completion.hpp).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "protocol.hpp"
+#include "rdma_tutorial/gid.hpp"
+#include "rdma_tutorial/handles.hpp"
+#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/qp.hpp"
+#include "rdma_tutorial/tcp.hpp"
+
+namespace stage04 {
+
+enum class notify_by { send, flag };
+
+// options.cpp
+struct options {
+  rdma::device_options device;
+  std::string server;               // -s: connect to this server; empty: be the server
+  std::string bind;                 // --bind: the server's listening address; empty: all
+  std::uint16_t port = 18515;       // -p: TCP port of the handshake (perftest's default)
+  std::uint32_t size = 4096;        // server: the payload capacity; client: bytes per write
+  std::optional<std::uint32_t> iters;  // client: throughput mode, this many writes
+  std::uint32_t tx_depth = 128;     // writes in flight at most (perftest's default)
+  std::uint32_t cq_mod = 100;       // signal one write in cq_mod (perftest's default)
+  notify_by notify = notify_by::send;
+  int wait_ms = 5000;               // bound on every wait for the peer once connected
+  int accept_ms = 60000;            // the server's wait for a client to come, and to finish
+};
+
+// Returns false after --help. Throws rdma::usage_error on a bad command line.
+bool parse_options(int argc, const char* const* argv, options& out);
+
+// rdma_write.cpp: what both peers set up before they talk (stages 01-03).
+struct rdma_device {
+  rdma::context_ptr ctx;
+  rdma::gid_entry gid;
+  rdma::qp_params params;
+  rdma::pd_ptr pd;
+  rdma::cq_ptr cq;
+};
+// An RC QP on dev's PD and CQ with room for tx_depth sends and one receive.
+// Create it after the buffers it will use: handles are destroyed in reverse,
+// so the QP goes first and no packet can reach memory already released.
+rdma::qp_ptr create_qp(const rdma_device& dev, std::uint32_t tx_depth);
+// Our half of the handshake: the QP's number, a fresh first PSN, our GID.
+rdma::wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp);
+// RESET -> INIT -> RTR -> RTS toward `peer`, with one line saying so.
+void connect_to_peer(const rdma_device& dev, ibv_qp* qp, const rdma::wire::endpoint& ours,
+                     const rdma::wire::endpoint& peer);
+
+// server.cpp, client.cpp: each side's story; the exit code.
+int run_server(const options& opts, const rdma_device& dev);
+int run_client(const options& opts, const rdma_device& dev);
+
+// throughput.cpp: `iters` writes of the same source (sge) to the same
+// remote address, at most tx_depth in flight, one in cq_mod signaled.
+// Returns the seconds from the first post to the last completion.
+double write_stream(ibv_qp* qp, ibv_cq* cq, const ibv_sge& sge, std::uint64_t remote_addr, std::uint32_t rkey,
+                    const options& opts);
+
+}  // namespace stage04

@@ -1,0 +1,217 @@
+// Device test for stage 04: the real rdma_write program, a server and a
+// client as two processes on Soft-RoCE, every run bounded in time. What both
+// print is checked against each other: the QPNs and PSNs the handshake
+// carried, the payload's checksum on both sides, the completions each side
+// saw (and did not see). A test socket plays the hostile peers.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <regex>
+#include <string>
+
+#include "output.hpp"
+#include "process.hpp"
+#include "rdma_tutorial/tcp.hpp"
+
+using namespace std::chrono_literals;
+using rdma::testing::describe;
+using rdma::testing::has_line;
+using rdma::testing::run;
+using rdma::testing::run_pair;
+
+namespace {
+
+std::string program() { return rdma::testing::program_from_env("PROGRAM"); }
+
+// --wait-ms for both peers, stretched like every timeout under memcheck.
+std::string wait_ms(std::chrono::milliseconds ms) { return std::to_string(rdma::testing::scaled(ms).count()); }
+
+std::vector<std::string> server(std::vector<std::string> args = {}) {
+  std::vector<std::string> argv{program(), "--wait-ms", wait_ms(5s), "--accept-ms", wait_ms(30s)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::vector<std::string> client(std::vector<std::string> args = {}, const std::string& address = "127.0.0.1") {
+  std::vector<std::string> argv{program(), "-s", address, "--wait-ms", wait_ms(5s)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::string first_match(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(text, m, std::regex(pattern, std::regex::multiline)),
+                  "no /" << pattern << "/ in:\n" << text);
+  return m[1];
+}
+
+std::string both(const rdma::testing::pair_result& r) {
+  return "--- server ---\n" + describe(r.server) + "\n--- client ---\n" + describe(r.client);
+}
+
+// The checks every successful exchange must pass: each side's QPN and PSN
+// reached the other, and the bytes the server read are the bytes the client
+// wrote.
+void check_exchange(const rdma::testing::pair_result& r) {
+  const std::string server_qpn = first_match(r.server.out, R"(^QP (0x[0-9a-f]+): RESET -> INIT -> RTR -> RTS)");
+  const std::string client_qpn = first_match(r.client.out, R"(^QP (0x[0-9a-f]+): RESET -> INIT -> RTR -> RTS)");
+  CHECK(has_line(r.client.out, "^server [0-9.:]+: qp_num " + server_qpn + ", "));
+  CHECK(has_line(r.server.out, "^client [0-9.:]+: qp_num " + client_qpn + ", "));
+  // Each side's sq_psn is the other's rq_psn.
+  const std::string server_sq = first_match(r.server.out, R"(RTS \(sq_psn (0x[0-9a-f]+),)");
+  const std::string client_sq = first_match(r.client.out, R"(RTS \(sq_psn (0x[0-9a-f]+),)");
+  CHECK(has_line(r.client.out, "rq_psn " + server_sq + R"(\)$)"));
+  CHECK(has_line(r.server.out, "rq_psn " + client_sq + R"(\)$)"));
+  // The same bytes on both sides.
+  const std::string wrote = first_match(r.client.out, R"(^wrote "hello from the client", fnv1a (0x[0-9a-f]{8})$)");
+  CHECK(has_line(r.server.out, R"(^the client wrote \d+ bytes, \d+ time\(s\): "hello from the client", fnv1a )" +
+                                   wrote + "$"));
+  CHECK(has_line(r.server.out, "^the client closed the connection; releasing the region$"));
+}
+
+}  // namespace
+
+TEST_CASE("one RDMA Write should land in the server's region, with a completion only at the client") {
+  const auto r = run_pair(server(), client(), 60s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  CHECK(r.client.err.empty());
+  CHECK(r.server.err.empty());
+  check_exchange(r);
+  CHECK(has_line(r.server.out, R"(^landing region: 4104 bytes at 0x[0-9a-f]+, rkey 0x[0-9a-f]+ \(4096 for the payload, 8 for the flag word\)$)"));
+  CHECK(has_line(r.client.out, R"(^RDMA Write: 4096 bytes to 0x[0-9a-f]+, rkey 0x[0-9a-f]+$)"));
+  CHECK(has_line(r.client.out, "^RDMA Write: .*\n  completion: wr_id 1: IBV_WC_RDMA_WRITE$"));
+  CHECK(has_line(r.client.out, "^notice by Send: 4096 bytes, 1 write\\(s\\)\n  completion: wr_id 2: IBV_WC_SEND$"));
+  // The server's one completion is the notice's Recv: the write made none.
+  CHECK(has_line(r.server.out, "^waiting for the notice: a Send \\(polling the CQ\\)\n"
+                               "  completion: wr_id 1: IBV_WC_RECV, 8 bytes\n"
+                               "  the only completion here: the RDMA Write itself left none$"));
+  // The address and rkey the client used are the ones the server advertised.
+  const std::string addr = first_match(r.server.out, R"(^landing region: \d+ bytes at (0x[0-9a-f]+),)");
+  const std::string rkey = first_match(r.server.out, R"(^landing region: .*, rkey (0x[0-9a-f]+),)");
+  CHECK(has_line(r.client.out, "^RDMA Write: 4096 bytes to " + addr + ", rkey " + rkey + "$"));
+}
+
+TEST_CASE("with --notify flag the server should see the flag word change while its CQ stays empty") {
+  const auto r = run_pair(server({"--notify", "flag"}), client({"--notify", "flag", "--size", "1000"}), 60s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  check_exchange(r);
+  CHECK(has_line(r.client.out, "^notice by RDMA Write to the flag word: 1000 bytes, 1 write\\(s\\)\n"
+                               "  completion: wr_id 2: IBV_WC_RDMA_WRITE$"));
+  CHECK(has_line(r.server.out, "^  flag word: 1000 bytes, 1 write\\(s\\)\n"
+                               "  ibv_poll_cq: 0 completions: no RDMA Write leaves one at its target$"));
+  CHECK(has_line(r.server.out, R"(^the client wrote 1000 bytes, 1 time\(s\))"));
+}
+
+TEST_CASE("throughput mode should print a perftest-style line, and the notice should count every write") {
+  const auto r = run_pair(server(), client({"--iters", "3000", "--size", "64", "--tx-depth", "32", "--cq-mod", "8"}), 120s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  check_exchange(r);
+  CHECK(has_line(r.client.out, R"(^ #bytes     #iterations    BW average\[MB/sec\]   MsgRate\[Mpps\]$)"));
+  CHECK(has_line(r.client.out, R"(^ 64 +3000 +\d+\.\d\d +\d\.\d{6}$)"));
+  CHECK(has_line(r.server.out, R"(^the client wrote 64 bytes, 3000 time\(s\))"));
+}
+
+TEST_CASE("a write larger than the server's region should be refused by the client, and the server should not wait it out") {
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_pair(server({"--size", "100"}), client({"--size", "200"}), 60s);
+  INFO(both(r));
+  CHECK(r.client.exit_code == 1);
+  CHECK(has_line(r.client.err, R"(^rdma_write: --size 200 does not fit the server's region \(108 bytes, 8 of them the flag word\)$)"));
+  CHECK(has_line(r.client.err, "^  likely fix: write at most 100 bytes"));
+  CHECK(r.server.exit_code == 1);
+  CHECK(has_line(r.server.err, "^rdma_write: (the client closed the connection without sending its notice|"
+                               "127.0.0.1:\\d+ closed the connection after 0 of 48 bytes)"));
+  // Well before --accept-ms (30 s): the close ended the server's wait.
+  CHECK(std::chrono::steady_clock::now() - start < rdma::testing::scaled(20s));
+}
+
+TEST_CASE("a silent client should be rejected within --wait-ms, naming how much of the handshake came") {
+  auto s = rdma::testing::start({program(), "--wait-ms", wait_ms(2s)});
+  const rdma::tcp::socket sock = rdma::tcp::connect_to("127.0.0.1", 18515, rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
+  const auto r = s->wait(rdma::testing::scaled(30s));
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.err, R"(^rdma_write: 127\.0\.0\.1:\d+ sent 0 of 8 bytes of the peer's endpoint within \d+\.\d s$)"));
+}
+
+TEST_CASE("garbage, a truncated handshake and another version should each be refused with what was wrong") {
+  const auto valid = [] {
+    rdma::wire::endpoint e;
+    e.qp_num = 0x99;
+    e.psn = 1;
+    e.gid.raw[15] = 1;
+    return rdma::wire::encode_endpoint(e);
+  }();
+  struct hostile {
+    std::string name;
+    std::vector<std::byte> bytes;
+    std::string error;
+  };
+  std::vector<hostile> cases;
+  const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n0123456789abcdefghij";
+  cases.push_back({"garbage", {reinterpret_cast<const std::byte*>(junk.data()),
+                               reinterpret_cast<const std::byte*>(junk.data()) + 48},
+                   R"(^rdma_write: handshake: bad magic 0x47455420 \(expected 0x52444d54, "RDMT"\)$)"});
+  cases.push_back({"truncated", {valid.begin(), valid.begin() + 20},
+                   R"(^rdma_write: 127\.0\.0\.1:\d+ closed the connection after 12 of 40 bytes of the peer's endpoint$)"});
+  auto v2 = std::vector<std::byte>(valid.begin(), valid.end());
+  v2[5] = std::byte{2};
+  cases.push_back({"version 2", v2, R"(^rdma_write: handshake: protocol version 2, this program speaks version 1$)"});
+  auto qpn = std::vector<std::byte>(valid.begin(), valid.end());
+  qpn[8] = std::byte{0xff};
+  cases.push_back({"a 32-bit QPN", qpn, R"(^rdma_write: handshake: qp_num 0xff000099 is not an RC QPN)"});
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    const auto started = std::chrono::steady_clock::now();
+    auto s = rdma::testing::start(server());
+    {
+      const rdma::tcp::socket sock =
+          rdma::tcp::connect_to("127.0.0.1", 18515, rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
+      rdma::tcp::send_all(sock, c.bytes, rdma::tcp::after_ms(2000), c.name);
+    }  // closed here: a truncated message then ends in EOF
+    const auto r = s->wait(rdma::testing::scaled(30s));
+    INFO(describe(r));
+    CHECK(r.exit_code == 1);
+    CHECK(has_line(r.err, c.error));
+    CHECK(r.out.find("RESET -> INIT") == std::string::npos);  // refused before any QP moved
+    CHECK(std::chrono::steady_clock::now() - started < rdma::testing::scaled(10s));
+  }
+}
+
+TEST_CASE("a client with no server should give up within --wait-ms and say where it looked") {
+  const auto r = run({program(), "-s", "127.0.0.1", "-p", "1", "--wait-ms", "1000"}, 30s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.err, R"(^rdma_write: no server answered at 127\.0\.0\.1:1 within \d\.\d s \(ECONNREFUSED: nobody listens there\)$)"));
+  CHECK(has_line(r.err, "^  likely fix: start the server first"));
+}
+
+TEST_CASE("a bad command line should be a usage error, exit 2") {
+  const auto r = run({program(), "-s", "127.0.0.1", "--bind", "192.0.2.1"}, 30s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK(has_line(r.err, "^rdma_write: --bind is for the server \\(without -s\\)$"));
+}
+
+TEST_CASE("across two hosts: the handshake should carry two different GIDs and the write should land") {
+  const char* peer_dir = std::getenv("RXE_VM_PEER_DIR");
+  const char* on_peer = std::getenv("ON_PEER");
+  REQUIRE_MESSAGE(peer_dir != nullptr, "no peer guest: run the pair suite inside scripts/rxe_vm.sh --pair");
+  REQUIRE_MESSAGE(on_peer != nullptr, "ON_PEER (scripts/on_peer.sh) is not set; see meson.build");
+  const auto r = run_pair(server(), client({"--iters", "200"}, "192.0.2.2"), 120s, {on_peer, "--timeout", "100", "--"});
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  check_exchange(r);
+  CHECK(has_line(r.server.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.2 \(RoCE v2\))"));
+  CHECK(has_line(r.client.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.1 \(RoCE v2\))"));
+  CHECK(has_line(r.client.out, R"(^server 192\.0\.2\.2:18515: qp_num 0x[0-9a-f]+, psn 0x[0-9a-f]+, gid ::ffff:192\.0\.2\.2, )"));
+  CHECK(has_line(r.server.out, R"(^client 192\.0\.2\.1:\d+: qp_num 0x[0-9a-f]+, psn 0x[0-9a-f]+, gid ::ffff:192\.0\.2\.1$)"));
+}

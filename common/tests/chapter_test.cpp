@@ -37,11 +37,22 @@ $ not a command
   CHECK(blocks[2].norun_reason == "needs root");
 }
 
+TEST_CASE("an exit marker with one code per command should give each command its own") {
+  const auto blocks = parse_chapter("<!-- exit: 1 0 -->\n```console\n$ server &\n$ client\n```\n"
+                                    "<!-- exit: 3 -->\n```console\n$ a\n$ b\n```\n");
+  REQUIRE(blocks.size() == 2);
+  CHECK(blocks[0].commands[0].expected_exit == 1);
+  CHECK(blocks[0].commands[1].expected_exit == 0);
+  CHECK(blocks[1].commands[0].expected_exit == 0);
+  CHECK(blocks[1].commands[1].expected_exit == 3);
+}
+
 TEST_CASE("varying fields should be masked: GUIDs, link-local GIDs, hex values, timings") {
   CHECK(mask_variable_fields("  node_guid      f8a4:c8ff:feb8:ec52") == "  node_guid      <guid>");
   CHECK(mask_variable_fields("[0] RoCE v2 dummy0   fe80::f8a4:c8ff:feb8:ec52") == "[0] RoCE v2 dummy0   fe80::<id>");
   CHECK(mask_variable_fields("rkey 0x1a2b, took 12.5 us ") == "rkey <hex>, took <time>");
   CHECK(mask_variable_fields("::ffff:192.0.2.1") == "::ffff:192.0.2.1");
+  CHECK(mask_variable_fields("client 127.0.0.1:45916: qp_num 0x12") == "client 127.0.0.1:<port>: qp_num <hex>");
 }
 
 TEST_CASE("output should match line by line, with ... standing for any lines") {

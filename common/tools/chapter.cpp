@@ -44,12 +44,13 @@ std::vector<chapter_block> parse_chapter(std::string_view markdown) {
     chapter_block block;
     block.line = static_cast<int>(i) + 1;
     std::string value;
-    int exit_code = 0;
+    std::vector<int> exit_codes;  // one for the last command, or one per command
     if (comment_value(previous, "norun", value)) {
       block.run = false;
       block.norun_reason = value;
     } else if (comment_value(previous, "exit", value)) {
-      exit_code = std::stoi(value);
+      std::istringstream codes(value);
+      for (int code = 0; codes >> code;) exit_codes.push_back(code);
     }
     for (++i; i < lines.size() && rtrim(lines[i]) != "```"; ++i) {
       std::string text = rtrim(lines[i]);
@@ -66,7 +67,11 @@ std::vector<chapter_block> parse_chapter(std::string_view markdown) {
         block.commands.back().expected.push_back(text);
       }
     }
-    if (!block.commands.empty()) block.commands.back().expected_exit = exit_code;
+    if (exit_codes.size() == block.commands.size()) {
+      for (std::size_t c = 0; c < exit_codes.size(); ++c) block.commands[c].expected_exit = exit_codes[c];
+    } else if (!exit_codes.empty() && !block.commands.empty()) {
+      block.commands.back().expected_exit = exit_codes.back();
+    }
     // Trailing blank lines are layout, not output.
     for (auto& cmd : block.commands) {
       while (!cmd.expected.empty() && cmd.expected.back().empty()) cmd.expected.pop_back();
@@ -82,11 +87,13 @@ std::string mask_variable_fields(std::string_view line) {
   static const std::regex link_local(R"(fe80::[0-9a-f:]+)");
   static const std::regex hex(R"(0x[0-9a-f]+)");
   static const std::regex timing(R"(\d+(\.\d+)? ?(ns|us|µs|ms|s)\b)");
+  static const std::regex tcp_port(R"((\d+\.\d+\.\d+\.\d+):\d+\b)");
   std::string s(line);
   s = std::regex_replace(s, link_local, "fe80::<id>");
   s = std::regex_replace(s, guid, "<guid>");
   s = std::regex_replace(s, hex, "<hex>");
   s = std::regex_replace(s, timing, "<time>");
+  s = std::regex_replace(s, tcp_port, "$1:<port>");
   return rtrim(s);
 }
 

@@ -11,12 +11,17 @@
 // - "$ " starts a command; a line ending in "\" continues it. The lines after
 //   it, up to the next "$ ", are its expected output (stdout and stderr as a
 //   terminal would show them). No lines: the output is not compared.
+// - A command ending in " &" runs in the background (a server the next
+//   command's client talks to); its own output is shown under it and
+//   compared when the block's other commands are done.
 // - A line "..." stands for any number of lines.
 // - Fields that differ between runs are masked on both sides before comparing:
-//   GUIDs, link-local GIDs, hex keys and addresses, timings.
+//   GUIDs, link-local GIDs, hex keys and addresses, timings, TCP ports
+//   after an IPv4 address.
 // - An HTML comment right before the block changes how it is run:
 //     <!-- norun: why -->     the block is not run (say why)
 //     <!-- exit: N -->        the block's last command must exit N (default 0)
+//     <!-- exit: N M ... -->  one exit code per command, in order
 #pragma once
 
 #include <string>

@@ -3,6 +3,9 @@
 //
 //   docs_check --source-root DIR --build-dir DIR CHAPTER.md
 //
+// A command ending in " &" runs in the background while the block's next
+// commands run (a server, then its client); its output, shown under it, is
+// compared once they are done.
 // Commands run with sh in a scratch folder that looks like the checkout
 // (symlinks to every top-level entry) except that `build` points at the real
 // build directory, so a chapter can say build/... whatever the build folder
@@ -13,7 +16,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "chapter.hpp"
 #include "process.hpp"
@@ -75,32 +81,47 @@ int main(int argc, char** argv) {
     ::setenv("BUILD_DIR", fs::canonical(build_dir).c_str(), 1);
     int failures = 0;
     int ran = 0;
+    // Compares one finished command with the chapter; counts a failure.
+    auto report = [&](const rdma::testing::chapter_command& cmd, const rdma::testing::run_result& r) {
+      ++ran;
+      const std::string where = chapter.filename().string() + ":" + std::to_string(cmd.line);
+      std::string why;
+      const bool exit_ok = !r.timed_out && r.exit_code == cmd.expected_exit;
+      const bool output_ok = cmd.expected.empty() || rdma::testing::output_matches(cmd.expected, r.out, why);
+      if (exit_ok && output_ok) {
+        std::cout << where << ": ok: $ " << cmd.command << "\n";
+        return;
+      }
+      ++failures;
+      std::cout << where << ": FAILED: $ " << cmd.command << "\n";
+      if (!exit_ok) {
+        std::cout << "  " << (r.timed_out ? "timed out" : "exit code " + std::to_string(r.exit_code))
+                  << ", the chapter expects exit code " << cmd.expected_exit << "\n";
+      }
+      if (!output_ok) std::cout << "  output differs from the chapter: " << why << "\n";
+      std::cout << "  --- output ---\n" << r.out << "  ---\n";
+    };
     for (const auto& block : rdma::testing::parse_chapter(text.str())) {
       if (!block.run) {
         std::cout << chapter.filename().string() << ":" << block.line << ": not run (" << block.norun_reason << ")\n";
         continue;
       }
+      // "$ server &": started in the background (a second terminal, for the
+      // reader), judged once the block's other commands are done.
+      std::vector<std::pair<const rdma::testing::chapter_command*, std::unique_ptr<rdma::testing::process>>> background;
       for (const auto& cmd : block.commands) {
-        ++ran;
-        const std::string where = chapter.filename().string() + ":" + std::to_string(cmd.line);
-        const auto r = rdma::testing::run_shell("cd '" + scratch.path().string() + "' && { " + cmd.command + "\n} 2>&1",
-                                                std::chrono::seconds(timeout));
-        std::string why;
-        const bool exit_ok = !r.timed_out && r.exit_code == cmd.expected_exit;
-        const bool output_ok = cmd.expected.empty() || rdma::testing::output_matches(cmd.expected, r.out, why);
-        if (exit_ok && output_ok) {
-          std::cout << where << ": ok: $ " << cmd.command << "\n";
+        std::string command = cmd.command;
+        const bool in_background = command.ends_with("&") && !command.ends_with("&&");
+        if (in_background) command.pop_back();
+        const std::string shell = "cd '" + scratch.path().string() + "' && { " + command + "\n} 2>&1";
+        if (in_background) {
+          background.emplace_back(&cmd, std::make_unique<rdma::testing::process>(
+                                            std::vector<std::string>{"/bin/sh", "-c", shell}));
           continue;
         }
-        ++failures;
-        std::cout << where << ": FAILED: $ " << cmd.command << "\n";
-        if (!exit_ok) {
-          std::cout << "  " << (r.timed_out ? "timed out" : "exit code " + std::to_string(r.exit_code))
-                    << ", the chapter expects exit code " << cmd.expected_exit << "\n";
-        }
-        if (!output_ok) std::cout << "  output differs from the chapter: " << why << "\n";
-        std::cout << "  --- output ---\n" << r.out << "  ---\n";
+        report(cmd, rdma::testing::run_shell(shell, std::chrono::seconds(timeout)));
       }
+      for (auto& [cmd, p] : background) report(*cmd, p->wait(rdma::testing::scaled(std::chrono::seconds(timeout))));
     }
     std::cout << ran << " commands run, " << failures << " failed\n";
     if (ran == 0 && failures == 0) std::cout << "(no runnable console block in this chapter)\n";

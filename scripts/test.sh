@@ -4,8 +4,9 @@
 # with its wrong fix, and each stage's program under ASan+UBSan), runs the
 # host suites (unit, nodevice, build, vm), then the device suites (rxe,
 # exercise, docs, sanitize, valgrind) on a native Soft-RoCE/RDMA port if
-# there is one, else inside the throwaway Soft-RoCE guest. Ends with one line
-# "N passed, N failed, N skipped"; exits non-zero on any failure.
+# there is one, else inside the throwaway Soft-RoCE guest, and the pair
+# suite (two-peer stages across two hosts) in a pair of guests. Ends with
+# one line "N passed, N failed, N skipped"; exits non-zero on any failure.
 #
 #   scripts/test.sh            BUILD_DIR=other scripts/test.sh
 set -uo pipefail
@@ -38,7 +39,7 @@ warnings=$(grep -c 'warning:' "$on_demand_log")
 check "the shipped exercises should compile without a warning ($warnings seen)" "$warnings"
 
 logs="$build/meson-logs"
-rm -f "$logs"/host.json "$logs"/device.json "$logs"/docs.json
+rm -f "$logs"/host.json "$logs"/device.json "$logs"/docs.json "$logs"/pair.json
 
 echo "== host suites: unit, nodevice, build, vm"
 meson test -C "$build" --no-rebuild --print-errorlogs --logbase host \
@@ -61,6 +62,16 @@ else
   echo "== device suites in the Soft-RoCE guest (no RDMA port here)"
   scripts/rxe_vm.sh --timeout 2400 -- \
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase device "${device_suites[@]}" --suite docs
+fi
+
+# Two hosts: the two-peer stages across a pair of guests on a virtual wire.
+runs+=(pair)
+if guest_available; then
+  echo "== pair suite: two Soft-RoCE guests on a virtual wire"
+  scripts/rxe_vm.sh --pair --timeout 1200 -- \
+    meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
+else
+  meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
 fi
 
 # Count what meson recorded, per test, in every run, plus this script's checks.

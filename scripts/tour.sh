@@ -13,15 +13,15 @@ cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
 # The stages come from stages.txt, the one list: folder | program | chapter | title.
+# Each runs through its run.sh: one program, or a server and its client.
 run_stages() {
-  local status=0 stage program chapter title command
+  local status=0 stage program chapter title
   while IFS='|' read -r stage program chapter title; do
     [[ -z "${stage// /}" || "$stage" == \#* ]] && continue
-    stage=$(xargs <<<"$stage") program=$(xargs <<<"$program") title=$(xargs <<<"$title")
-    command="$build/subprojects/$stage/$program"
+    stage=$(xargs <<<"$stage") title=$(xargs <<<"$title")
     echo
-    echo "=== $stage: $title  (\$ $command)"
-    $command || { status=$?; echo "=== $stage exited with status $status"; }
+    echo "=== $stage: $title  (\$ $stage/run.sh)"
+    BUILD_DIR="$build" RDMA_TUTORIAL_BUILT=1 "$stage/run.sh" </dev/null || { status=$?; echo "=== $stage exited with status $status"; }
   done < stages.txt
   return "$status"
 }

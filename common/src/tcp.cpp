@@ -212,9 +212,11 @@ void wait_for_close(const socket& s, deadline until) {
   }
 }
 
-bool peer_closed(const socket& s) {
+bool peer_closed(const socket& s, int wait_ms) {
   pollfd p{s.fd(), POLLIN, 0};
-  if (check_errno(::poll(&p, 1, 0), "poll") == 0) return false;
+  const int ready = ::poll(&p, 1, wait_ms);
+  if (ready < 0 && errno == EINTR) return false;
+  if (check_errno(ready, "poll") == 0) return false;
   std::byte b{};
   const ssize_t n = ::recv(s.fd(), &b, 1, MSG_PEEK);
   return n == 0 || (n < 0 && errno == ECONNRESET);

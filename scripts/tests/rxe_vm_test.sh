@@ -62,4 +62,18 @@ expect "--stop ends a started peer job at once (SIGTERM: 143)" 0 0 "$out" '^stop
 out=$($vm -- scripts/rxe_vm.sh --pair -- true 2>&1)
 expect "inside a single guest, --pair says there is no peer" $? 2 "$out" 'starts from the host'
 
+# Each stage's run.sh (a link to scripts/run_stage.sh): builds, boots the
+# guest where there is no RDMA, runs one program or both peers, labelled.
+out=$(BUILD_DIR="$build" 01_devices/run.sh 2>&1)
+expect "01_devices/run.sh runs devices in the guest" $? 0 "$out" 'state +PORT_ACTIVE'
+out=$(BUILD_DIR="$build" 04_rdma_write/run.sh --pair --client --iters 50 2>&1); status=$?
+expect "04_rdma_write/run.sh --pair runs the server on 192.0.2.2 and the client here" $status 0 "$out" \
+  '^\[client\] server 192\.0\.2\.2:18515: qp_num '
+expect "its server's output comes back labelled, with every write counted" 0 0 "$out" \
+  '^\[server\] the client wrote 4096 bytes, 50 time\(s\)'
+out=$(BUILD_DIR="$build" 02_pd_mr/run.sh --pair 2>&1)
+expect "a one-program stage refuses --pair" $? 2 "$out" 'has one program and no peer'
+out=$(scripts/run_stage.sh 2>&1)
+expect "run_stage.sh called by its own name says how to call it" $? 2 "$out" 'call this script as NN_stage/run.sh'
+
 exit $((failures > 0))

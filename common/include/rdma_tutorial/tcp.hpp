@@ -64,9 +64,9 @@ void recv_exact(const socket& s, std::span<std::byte> bytes, deadline until, std
 // deadline passing, is an error.
 void wait_for_close(const socket& s, deadline until);
 
-// Whether the peer has closed its end (or reset it), without waiting; bytes
-// it sent stay unread.
-bool peer_closed(const socket& s);
+// Whether the peer has closed its end (or reset it), waiting at most
+// wait_ms for it to happen (0: just look); bytes it sent stay unread.
+bool peer_closed(const socket& s, int wait_ms = 0);
 
 // One endpoint message each way (wire.hpp), decoded and checked on arrival.
 void send_endpoint(const socket& s, const wire::endpoint& e, deadline until);

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Our programs beside perftest on the same device, in the same run, with the
+# same sizes and depths; prints our figure, perftest's, and the ratio.
+#
+#   scripts/bench.sh            in one Soft-RoCE guest (or here, with an RDMA port)
+#   scripts/bench.sh --pair     across two guests on a virtual wire
+#   scripts/bench.sh --reps N   runs per row (default 3; the median counts)
+#
+# Rows: 04's throughput mode beside ib_write_bw, message rate at 64 B and
+# 4 KiB (depth 128, one completion in 100). Soft-RoCE in an emulated guest
+# says nothing about real hardware: only the ratios mean something, and no
+# test ever passes or fails on them.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$(repo_root)"
+build="${BUILD_DIR:-build}"
+
+pair=0 reps=3 args=("$@")
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --pair) pair=1; shift ;;
+    --reps) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --reps needs a count" >&2; exit 2; }; reps=$2; shift 2 ;;
+    -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) echo "bench: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+
+if [[ -z "${RXE_VM:-}" ]]; then
+  build_tree "$build" || { echo "bench: the build failed" >&2; exit 1; }
+  command -v ib_write_bw >/dev/null || { echo "bench: perftest is missing (scripts/install_deps.sh)" >&2; exit 1; }
+  if [[ $pair == 1 ]]; then exec scripts/rxe_vm.sh --pair --timeout 1200 -- scripts/bench.sh "${args[@]}"; fi
+  if ! have_active_port; then exec scripts/rxe_vm.sh --timeout 1200 -- scripts/bench.sh "${args[@]}"; fi
+fi
+
+if [[ $pair == 1 ]]; then
+  server_addr=$RXE_VM_PEER_IPV4
+  on_server() { scripts/on_peer.sh --timeout 300 -- "$@"; }
+  where="across two guests ($RXE_VM_IPV4 -> $server_addr)"
+else
+  server_addr=127.0.0.1
+  on_server() { "$@"; }
+  where="in one guest (loopback through rxe0)"
+fi
+
+# The RoCE v2 IPv4 GID's index (perftest's -x), read from sysfs.
+dev=$(ls /sys/class/infiniband | head -n1)
+gid_index=""
+for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+  i=${g##*/}
+  [[ $(cat "$g") == 0000:0000:0000:0000:0000:ffff:* ]] || continue
+  [[ $(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$i" 2>/dev/null) == "RoCE v2" ]] && { gid_index=$i; break; }
+done
+[[ -n "$gid_index" ]] || { echo "bench: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
+
+# Starts a server with on_server in the background, then runs the client
+# until it connects (perftest's client does not retry by itself).
+pair_run() {  # pair_run "SERVER..." "CLIENT..." -> client's output on stdout
+  local server=$1 client=$2 out status
+  on_server $server >/dev/null 2>&1 &
+  local spid=$!
+  for _ in $(seq 50); do
+    out=$($client 2>&1); status=$?
+    [[ $status -eq 0 ]] && break
+    grep -qiE 'refused|Couldn.t connect|Unable to open file descriptor' <<<"$out" || break
+    sleep 0.2
+  done
+  wait "$spid"
+  [[ $status -eq 0 ]] || { echo "bench: '$client' failed:" >&2; echo "$out" >&2; return 1; }
+  echo "$out"
+}
+
+ours_bw() {  # ours_bw SIZE ITERS -> Mpps
+  pair_run "$build/subprojects/04_rdma_write/rdma_write --size $1" \
+    "$build/subprojects/04_rdma_write/rdma_write -s $server_addr --size $1 --iters $2 --tx-depth 128 --cq-mod 100" |
+    awk -v s="$1" '$1 == s && NF == 4 { print $4 }'
+}
+perftest_bw() {  # perftest_bw SIZE ITERS -> Mpps (the last column of its result line)
+  pair_run "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $2 -t 128 -Q 100" \
+    "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $2 -t 128 -Q 100 $server_addr" |
+    awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+
+echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per figure"
+printf '%-34s %8s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"
+status=0
+for row in "64 20000" "4096 5000"; do
+  read -r size iters <<<"$row"
+  ours=$(for _ in $(seq "$reps"); do ours_bw "$size" "$iters"; perftest_bw "$size" "$iters" >&3; done 3>/tmp/bench.$$ | median)
+  theirs=$(median </tmp/bench.$$); rm -f /tmp/bench.$$
+  if [[ -z "$ours" || -z "$theirs" ]]; then
+    echo "bench: no figure for the $size-byte row (ours '$ours', perftest '$theirs')" >&2; status=1; continue
+  fi
+  printf '%-34s %8s %12s %12s %7s\n' "04 rdma_write vs ib_write_bw, Mpps" "$size" "$ours" "$theirs" \
+    "$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')"
+done
+exit "$status"

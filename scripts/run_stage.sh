@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# "Set up Soft-RoCE and run me", for each stage: NN_stage/run.sh is a
+# symlink to this script, and the folder it is called through names the stage.
+#
+#   01_devices/run.sh [ARGS...]                  the stage's program with ARGS
+#   04_rdma_write/run.sh [ARGS...] [--client ARGS...]
+#         two-peer stages: the server, then the client (-s 127.0.0.1); ARGS
+#         go to both, those after --client to the client only; each line of
+#         output is labelled [server] or [client]
+#   04_rdma_write/run.sh --pair [ARGS...] [--client ARGS...]
+#         the same across two hosts: two guests on a virtual wire, the server
+#         on 192.0.2.2, the client on 192.0.2.1
+#
+# Builds first if needed (into $BUILD_DIR, default build/). Runs here when
+# this machine has an ACTIVE RDMA port, otherwise inside the throwaway
+# Soft-RoCE guest (scripts/rxe_vm.sh, about 10 s to boot; 30 s for --pair).
+# Exits with the program's status (two peers: the first failure's).
+set -uo pipefail
+
+usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
+stage_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # the folder called through, not the link's target
+stage=$(basename "$stage_dir")
+root=$(cd "$stage_dir/.." && pwd)
+source "$root/scripts/lib.sh"
+cd "$root"
+build="${BUILD_DIR:-build}"
+
+program=$(awk -F'|' -v s="$stage" '!/^#/ { gsub(/ /, "", $1); gsub(/ /, "", $2); if ($1 == s) print $2 }' stages.txt)
+if [[ -z "$program" ]]; then
+  echo "run: call this script as NN_stage/run.sh (stages.txt lists the stages)" >&2
+  exit 2
+fi
+
+pair=0 both=() client_only=() target=both
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) [[ $target == both ]] && { usage; exit 0; } ;;
+  esac
+  if [[ "$arg" == --pair && $target == both ]]; then pair=1
+  elif [[ "$arg" == --client && $target == both ]]; then target=client_only
+  elif [[ $target == both ]]; then both+=("$arg")
+  else client_only+=("$arg"); fi
+done
+
+# Build on the host, once; inside the guest (or under scripts/tour.sh,
+# which built already) the build is there.
+if [[ -z "${RXE_VM:-}" && -z "${RDMA_TUTORIAL_BUILT:-}" ]]; then
+  echo "run: building into $build/" >&2
+  build_tree "$build" || { echo "run: the build failed" >&2; exit 1; }
+fi
+exe="$build/subprojects/$stage/$program"
+
+two_peers=0
+"$exe" --help 2>/dev/null | grep -q -- '--server ADDR' && two_peers=1
+if [[ $two_peers == 0 && ( $pair == 1 || ${#client_only[@]} -gt 0 ) ]]; then
+  echo "run: $stage has one program and no peer; --pair and --client are for stages 04 on" >&2
+  exit 2
+fi
+
+# Where the device is: here, or in the guest (which runs this same script).
+if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
+  [[ -z "${RXE_VM:-}" ]] || { echo "run: --pair starts from the host, not from inside a guest" >&2; exit 2; }
+  echo "run: booting two Soft-RoCE guests joined by a virtual wire" >&2
+  exec scripts/rxe_vm.sh --pair -- "$stage/run.sh" "$@"
+fi
+if [[ $pair == 0 ]] && ! have_active_port; then
+  echo "run: no active RDMA port here; running in the Soft-RoCE guest" >&2
+  exec scripts/rxe_vm.sh -- "$stage/run.sh" "$@"
+fi
+
+if [[ $two_peers == 0 ]]; then
+  exec "$exe" "${both[@]}"
+fi
+
+label() { sed -u "s/^/[$1] /"; }
+if [[ $pair == 1 ]]; then
+  server_addr=192.0.2.2
+  ( scripts/on_peer.sh --timeout 300 -- "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &
+else
+  server_addr=127.0.0.1
+  ( stdbuf -oL "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &
+fi
+server_pid=$!
+# The client retries its connect while the server starts (--wait-ms).
+stdbuf -oL "$exe" -s "$server_addr" "${both[@]}" "${client_only[@]}" 2>&1 | label client
+client_status=${PIPESTATUS[0]}
+wait "$server_pid"
+server_status=$?
+if [[ $client_status -ne 0 || $server_status -ne 0 ]]; then
+  echo "run: the server exited with $server_status, the client with $client_status" >&2
+  [[ $client_status -ne 0 ]] && exit "$client_status"
+  exit "$server_status"
+fi

@@ -6,13 +6,16 @@
 //   rdma_write.cpp                main: the device, a PD and a CQ, then either story
 //   common/src/wire.cpp           the handshake message, byte by byte
 //   common/src/tcp.cpp            the sockets that carry it, every wait bounded
+//   common/src/peer.cpp           the device as stages 01-03 open it, the TCP meeting,
+//                                 our endpoint, the walk to RTS
 //   server.cpp                    expose a landing region, hand out its rkey, get told
 //   client.cpp                    one RDMA Write, then the notice
-//   throughput.cpp                many writes: a window, selective signaling, batched polling
+//   throughput.cpp                many writes, filled in for the window of
+//   common/src/send_window.cpp    a window, selective signaling, batched posts and polls
 //   options.cpp                   the command line
-// What stages 01-03 taught comes from common/: the device and GID
-// (device.hpp, gid.hpp), buffers (buffer.hpp), the QP and its walk to RTS
-// (qp.hpp), the bounded completion wait (completion.hpp).
+// What stages 01-03 taught comes from common/: the device and GID, the QP
+// and its walk to RTS (through peer.hpp), buffers (buffer.hpp), the bounded
+// completion wait (completion.hpp).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -22,11 +25,8 @@
 #include <string>
 
 #include "protocol.hpp"
-#include "rdma_tutorial/gid.hpp"
-#include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/options.hpp"
-#include "rdma_tutorial/qp.hpp"
-#include "rdma_tutorial/tcp.hpp"
+#include "rdma_tutorial/peer.hpp"
 
 namespace stage04 {
 
@@ -50,32 +50,22 @@ struct options {
 // Returns false after --help. Throws rdma::usage_error on a bad command line.
 bool parse_options(int argc, const char* const* argv, options& out);
 
-// rdma_write.cpp: what both peers set up before they talk (stages 01-03).
-struct rdma_device {
-  rdma::context_ptr ctx;
-  rdma::gid_entry gid;
-  rdma::qp_params params;
-  rdma::pd_ptr pd;
-  rdma::cq_ptr cq;
-};
-// An RC QP on dev's PD and CQ with room for tx_depth sends and one receive.
-// Create it after the buffers it will use: handles are destroyed in reverse,
-// so the QP goes first and no packet can reach memory already released.
-rdma::qp_ptr create_qp(const rdma_device& dev, std::uint32_t tx_depth);
-// Our half of the handshake: the QP's number, a fresh first PSN, our GID.
-rdma::wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp);
+// rdma_write.cpp. An RC QP on dev's PD and CQ with room for tx_depth sends
+// and one receive. Create it after the buffers it will use: handles are
+// destroyed in reverse, so the QP goes first and no packet can reach memory
+// already released.
+rdma::qp_ptr create_qp(const rdma::rdma_device& dev, std::uint32_t tx_depth);
 // RESET -> INIT -> RTR -> RTS toward `peer`, with one line saying so.
-void connect_to_peer(const rdma_device& dev, ibv_qp* qp, const rdma::wire::endpoint& ours,
+void connect_and_say(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::wire::endpoint& ours,
                      const rdma::wire::endpoint& peer);
 
 // server.cpp, client.cpp: each side's story; the exit code.
-int run_server(const options& opts, const rdma_device& dev);
-int run_client(const options& opts, const rdma_device& dev);
+int run_server(const options& opts, const rdma::rdma_device& dev);
+int run_client(const options& opts, const rdma::rdma_device& dev);
 
-// throughput.cpp: `iters` writes of the same source (sge) to the same
-// remote address, at most tx_depth in flight, one in cq_mod signaled.
-// Returns the seconds from the first post to the last completion.
-double write_stream(ibv_qp* qp, ibv_cq* cq, const ibv_sge& sge, std::uint64_t remote_addr, std::uint32_t rkey,
-                    const options& opts);
+// throughput.cpp: `iters` writes of the same source (sge) to the start of
+// the peer's region, at most tx_depth in flight, one in cq_mod signaled;
+// prints perftest's result line.
+void write_stream(ibv_qp* qp, ibv_cq* cq, const ibv_sge& sge, const rdma::wire::endpoint& peer, const options& opts);
 
 }  // namespace stage04

@@ -31,7 +31,7 @@ namespace {
 
 // Posts one work request and waits for its completion; a failed status is
 // thrown with its name, vendor_err and likely cause (check_wc).
-void post_and_wait(const rdma_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_ms, const std::string& what) {
+void post_and_wait(const rdma::rdma_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_ms, const std::string& what) {
   ibv_send_wr* bad = nullptr;
   rdma::check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send(" + what + ")");
   const ibv_wc wc = rdma::poll_one(dev.cq.get(), wait_ms, what);
@@ -41,7 +41,7 @@ void post_and_wait(const rdma_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait
 
 }  // namespace
 
-int run_client(const options& opts, const rdma_device& dev) {
+int run_client(const options& opts, const rdma::rdma_device& dev) {
   // What we write from: the payload, then the 8-byte notice. Nothing here
   // is for the server to touch: no remote flag (local reads need none).
   const rdma::registered_buffer source(dev.pd.get(), opts.size + notice_size, 0, "payload");
@@ -49,10 +49,8 @@ int run_client(const options& opts, const rdma_device& dev) {
   fill_payload(payload);
   const rdma::qp_ptr qp = create_qp(dev, opts.tx_depth);
 
-  const rdma::tcp::socket server = rdma::tcp::connect_to(opts.server, opts.port, rdma::tcp::after_ms(opts.wait_ms));
-  const rdma::wire::endpoint ours = local_endpoint(dev, qp.get());
-  rdma::tcp::send_endpoint(server, ours, rdma::tcp::after_ms(opts.wait_ms));
-  const rdma::wire::endpoint peer = rdma::tcp::receive_endpoint(server, rdma::tcp::after_ms(opts.wait_ms));
+  const rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
+  const auto [server, peer] = rdma::connect_peer(opts.server, opts.port, ours, opts.wait_ms);
   std::printf("server %s: %s\n", server.peer().c_str(), rdma::wire::describe(peer).c_str());
   // The region is the payload's capacity plus the flag word; check before
   // writing, or the write fails remotely (IBV_WC_REM_ACCESS_ERR).
@@ -62,7 +60,7 @@ int run_client(const options& opts, const rdma_device& dev) {
                                "write at most " + std::to_string(peer.length - std::min<std::uint32_t>(peer.length, 8)) +
                                    " bytes, or start the server with a larger --size");
   }
-  connect_to_peer(dev, qp.get(), ours, peer);
+  connect_and_say(dev, qp.get(), ours, peer);
 
   ibv_sge sge{reinterpret_cast<std::uintptr_t>(payload.data()), opts.size, source.lkey()};
   std::uint32_t writes = 1;
@@ -82,11 +80,7 @@ int run_client(const options& opts, const rdma_device& dev) {
     post_and_wait(dev, qp.get(), wr, opts.wait_ms, "the RDMA Write");
   } else {
     writes = *opts.iters;
-    const double seconds = write_stream(qp.get(), dev.cq.get(), sge, peer.addr, peer.rkey, opts);
-    // perftest's units: MB is 2^20 bytes, Mpps a million messages a second.
-    std::printf(" #bytes     #iterations    BW average[MB/sec]   MsgRate[Mpps]\n");
-    std::printf(" %-10u %-14u %-20.2f %.6f\n", opts.size, writes,
-                static_cast<double>(opts.size) * writes / seconds / (1 << 20), writes / seconds / 1e6);
+    write_stream(qp.get(), dev.cq.get(), sge, peer, opts);
   }
 
   // The notice: the server cannot know the write happened unless told.

@@ -50,6 +50,13 @@ void wait_for_notice(const rdma::tcp::socket& client, int wait_ms, Check arrived
                                  "the client is stuck or its packets do not arrive; its own output says which");
     }
     if (now - start > std::chrono::microseconds(100) && rdma::tcp::peer_closed(client, 1)) {
+      // A client that is done closes once its notice completed at its end;
+      // the notice's effect here (the Recv's completion, the flag's bytes)
+      // may trail that by a moment. A grace of 100 ms tells "done" from "gone".
+      const auto grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      while (std::chrono::steady_clock::now() < grace) {
+        if (arrived()) return;
+      }
       throw rdma::tutorial_error("the client closed the connection without sending its notice",
                                  "the client failed or gave up; its own output says why");
     }
@@ -59,7 +66,7 @@ void wait_for_notice(const rdma::tcp::socket& client, int wait_ms, Check arrived
 // --notify send: the notice arrives as a Send into the posted Recv. The
 // write before it made no completion here; the Recv is the first and only
 // one, and RC delivers the Send after the write's data is in place.
-notice wait_for_send(const rdma_device& dev, const rdma::tcp::socket& client,
+notice wait_for_send(const rdma::rdma_device& dev, const rdma::tcp::socket& client,
                      const rdma::registered_buffer& notice_buf, int wait_ms) {
   std::printf("waiting for the notice: a Send (polling the CQ)\n");
   ibv_wc wc{};
@@ -79,7 +86,7 @@ notice wait_for_send(const rdma_device& dev, const rdma::tcp::socket& client,
 // end of the region; no completion at all arrives here. The word is read
 // with an acquire load: the device writes it behind the compiler's back,
 // and nothing after the load may be read before it.
-notice wait_for_flag(const rdma_device& dev, const rdma::tcp::socket& client, char* flag_word, int wait_ms) {
+notice wait_for_flag(const rdma::rdma_device& dev, const rdma::tcp::socket& client, char* flag_word, int wait_ms) {
   std::printf("waiting for the notice: the flag word (polling memory)\n");
   std::atomic_ref<std::uint64_t> flag(*reinterpret_cast<std::uint64_t*>(flag_word));
   wait_for_notice(client, wait_ms, [&] { return flag.load(std::memory_order_acquire) != 0; });
@@ -95,7 +102,7 @@ notice wait_for_flag(const rdma_device& dev, const rdma::tcp::socket& client, ch
 
 }  // namespace
 
-int run_server(const options& opts, const rdma_device& dev) {
+int run_server(const options& opts, const rdma::rdma_device& dev) {
   // The landing region: the one piece of this process the client may touch.
   // REMOTE_WRITE lets it write there (LOCAL_WRITE must come with it); no
   // REMOTE_READ, and nothing else is registered with a remote flag. Its
@@ -114,8 +121,7 @@ int run_server(const options& opts, const rdma_device& dev) {
   const rdma::tcp::socket listener = rdma::tcp::listen_on(opts.bind, opts.port);
   std::printf("waiting for a client on %s\n", listener.peer().c_str());
   std::fflush(stdout);
-  const rdma::tcp::socket client = rdma::tcp::accept_one(listener, rdma::tcp::after_ms(opts.accept_ms));
-  const rdma::wire::endpoint peer = rdma::tcp::receive_endpoint(client, rdma::tcp::after_ms(opts.wait_ms));
+  const auto [client, peer] = rdma::accept_peer(listener, opts.accept_ms, opts.wait_ms);
   std::printf("client %s: %s\n", client.peer().c_str(), rdma::wire::describe(peer).c_str());
   if (peer.length != 0) {
     throw rdma::tutorial_error("the client offers memory to write; in this stage only the server does",
@@ -124,8 +130,8 @@ int run_server(const options& opts, const rdma_device& dev) {
 
   // Ready before we answer: once the client has our endpoint it may write
   // at once, and a QP not yet in RTR would drop those packets.
-  rdma::wire::endpoint ours = local_endpoint(dev, qp.get());
-  connect_to_peer(dev, qp.get(), ours, peer);
+  rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
+  connect_and_say(dev, qp.get(), ours, peer);
   if (opts.notify == notify_by::send) {
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(notice_buf.data()), notice_size, notice_buf.lkey()};
     ibv_recv_wr wr{};

@@ -1,0 +1,59 @@
+// What every two-peer stage does before its own lesson, as stage 04 teaches
+// it (docs/04-rdma-write.md): open the device the way stages 01-03 did,
+// meet the peer over TCP, exchange endpoints, walk the QP to RTS.
+//
+// Nothing here prints; each stage shows what it wants of these steps.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string>
+
+#include "rdma_tutorial/gid.hpp"
+#include "rdma_tutorial/handles.hpp"
+#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/qp.hpp"
+#include "rdma_tutorial/tcp.hpp"
+#include "rdma_tutorial/wire.hpp"
+
+namespace rdma {
+
+// Stages 01-03 in one place: the device, its RoCE v2 GID, the QP parameters
+// (path_mtu = the port's active_mtu, the same at both ends on any link of
+// one Ethernet MTU), a PD and one CQ. Members in teardown order.
+struct rdma_device {
+  context_ptr ctx;
+  gid_entry gid;
+  qp_params params;
+  pd_ptr pd;
+  cq_ptr cq;
+};
+
+// `qp_access`: what the peer may do to our memory (qp_access_flags), e.g.
+// IBV_ACCESS_REMOTE_WRITE; 0 for nothing.
+rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access);
+
+// "rxe0 port 1, GID [1] ::ffff:192.0.2.1 (RoCE v2), path_mtu 1024"
+std::string describe(const rdma_device& dev);
+
+// Our half of the handshake: the QP's number, a fresh random first PSN (so
+// packets of an earlier connection on a reused QPN cannot pass for this
+// one's), our GID. The caller adds the memory it exposes, if any.
+wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp);
+
+// RESET -> INIT -> RTR -> RTS toward `peer` (stage 03's connect_qp_rts).
+void connect_to_peer(const rdma_device& dev, ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer);
+
+// The TCP meeting. The server takes the first client within accept_ms and
+// reads its endpoint; the client connects (retrying while nobody listens
+// yet), sends its endpoint and reads the server's. Every message is bounded
+// by wait_ms and checked on arrival (wire.hpp).
+struct peer_link {
+  tcp::socket socket;
+  wire::endpoint peer;
+};
+peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms);
+peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::endpoint& ours, int wait_ms);
+
+}  // namespace rdma

@@ -1,0 +1,62 @@
+#include "rdma_tutorial/peer.hpp"
+
+#include <random>
+
+#include "rdma_tutorial/device.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/port.hpp"
+
+namespace rdma {
+
+rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access) {
+  rdma_device dev;
+  dev.ctx = open_device(opts.device);
+  dev.gid = choose_gid(dev.ctx.get(), opts.port, opts.gid_index);
+  ibv_port_attr port_attr{};
+  check_rc(ibv_query_port(dev.ctx.get(), opts.port, &port_attr), "ibv_query_port");
+  if (dev.gid.index > 255) {  // the address vector's sgid_index is 8 bits wide
+    throw tutorial_error("GID index " + std::to_string(dev.gid.index) + " does not fit sgid_index (0-255)",
+                         "pick an entry below 256 with -g; 01_devices/devices lists them");
+  }
+  dev.params.port = opts.port;
+  dev.params.gid_index = static_cast<std::uint8_t>(dev.gid.index);
+  dev.params.path_mtu = port_attr.active_mtu;
+  dev.params.qp_access_flags = qp_access;
+  dev.pd.reset(check_ptr(ibv_alloc_pd(dev.ctx.get()), "ibv_alloc_pd"));
+  dev.cq.reset(check_ptr(ibv_create_cq(dev.ctx.get(), cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
+  return dev;
+}
+
+std::string describe(const rdma_device& dev) {
+  return std::string(ibv_get_device_name(dev.ctx->device)) + " port " + std::to_string(dev.params.port) + ", GID [" +
+         std::to_string(dev.gid.index) + "] " + gid_to_string(dev.gid.gid) + " (" + gid_type_name(dev.gid.type) +
+         "), path_mtu " + std::to_string(mtu_bytes(dev.params.path_mtu));
+}
+
+wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp) {
+  std::random_device random;
+  wire::endpoint e;
+  e.qp_num = qp->qp_num;
+  e.psn = random() & 0xffffff;
+  e.gid = dev.gid.gid;
+  return e;
+}
+
+void connect_to_peer(const rdma_device& dev, ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer) {
+  connect_qp_rts(qp, "our QP", ours.psn, peer_info{peer.qp_num, peer.psn, peer.gid}, dev.params);
+}
+
+peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms) {
+  tcp::socket client = tcp::accept_one(listener, tcp::after_ms(accept_ms));
+  const wire::endpoint peer = tcp::receive_endpoint(client, tcp::after_ms(wait_ms));
+  return {std::move(client), peer};
+}
+
+peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::endpoint& ours, int wait_ms) {
+  tcp::socket server = tcp::connect_to(host, port, tcp::after_ms(wait_ms));
+  tcp::send_endpoint(server, ours, tcp::after_ms(wait_ms));
+  const wire::endpoint peer = tcp::receive_endpoint(server, tcp::after_ms(wait_ms));
+  return {std::move(server), peer};
+}
+
+}  // namespace rdma

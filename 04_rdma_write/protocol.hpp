@@ -34,9 +34,12 @@
 #include <span>
 #include <string_view>
 
+#include "rdma_tutorial/checksum.hpp"
 #include "rdma_tutorial/wire.hpp"
 
 namespace stage04 {
+
+using rdma::fnv1a;
 
 // The notice: what the client wrote, as two big-endian 32-bit numbers.
 //   offset 0  bytes   bytes per write, at region offset 0 (>= 1)
@@ -67,16 +70,6 @@ inline void fill_payload(std::span<char> payload) {
   for (std::size_t i = 0; i < payload.size(); ++i) {
     payload[i] = i < payload_text.size() ? payload_text[i] : static_cast<char>((i * 31 + 7) & 0x7f);
   }
-}
-
-// FNV-1a, 32 bits: both sides print it; equal values, equal bytes.
-inline std::uint32_t fnv1a(std::span<const char> bytes) {
-  std::uint32_t h = 2166136261u;
-  for (char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619u;
-  }
-  return h;
 }
 
 }  // namespace stage04

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -32,37 +31,6 @@ namespace stage04 {
 
 namespace {
 
-// Looks at `arrived` until it returns true: flat out for the first 100 us
-// (a notice that comes at once is seen at once), then once a millisecond,
-// sleeping in between on the TCP connection. A server spinning flat out for
-// the whole of a long run would take a CPU the client on the same host
-// needs (stage 08 sleeps properly, on a completion channel). Gives up at
-// the deadline, or as soon as the client closes the connection first: it
-// failed or gave up, and its own output says why.
-template <typename Check>
-void wait_for_notice(const rdma::tcp::socket& client, int wait_ms, Check arrived) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::milliseconds(wait_ms);
-  while (!arrived()) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now > deadline) {
-      throw rdma::tutorial_error("no notice from the client within " + std::to_string(wait_ms) + " ms",
-                                 "the client is stuck or its packets do not arrive; its own output says which");
-    }
-    if (now - start > std::chrono::microseconds(100) && rdma::tcp::peer_closed(client, 1)) {
-      // A client that is done closes once its notice completed at its end;
-      // the notice's effect here (the Recv's completion, the flag's bytes)
-      // may trail that by a moment. A grace of 100 ms tells "done" from "gone".
-      const auto grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-      while (std::chrono::steady_clock::now() < grace) {
-        if (arrived()) return;
-      }
-      throw rdma::tutorial_error("the client closed the connection without sending its notice",
-                                 "the client failed or gave up; its own output says why");
-    }
-  }
-}
-
 // --notify send: the notice arrives as a Send into the posted Recv. The
 // write before it made no completion here; the Recv is the first and only
 // one, and RC delivers the Send after the write's data is in place.
@@ -70,7 +38,8 @@ notice wait_for_send(const rdma::rdma_device& dev, const rdma::tcp::socket& clie
                      const rdma::registered_buffer& notice_buf, int wait_ms) {
   std::printf("waiting for the notice: a Send (polling the CQ)\n");
   ibv_wc wc{};
-  wait_for_notice(client, wait_ms, [&] { return rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1; });
+  rdma::wait_while_connected(client, "the client", "its notice", wait_ms,
+                             [&] { return rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1; });
   rdma::check_wc(wc);
   std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
   if (wc.opcode != IBV_WC_RECV || wc.byte_len != notice_size) {
@@ -89,7 +58,8 @@ notice wait_for_send(const rdma::rdma_device& dev, const rdma::tcp::socket& clie
 notice wait_for_flag(const rdma::rdma_device& dev, const rdma::tcp::socket& client, char* flag_word, int wait_ms) {
   std::printf("waiting for the notice: the flag word (polling memory)\n");
   std::atomic_ref<std::uint64_t> flag(*reinterpret_cast<std::uint64_t*>(flag_word));
-  wait_for_notice(client, wait_ms, [&] { return flag.load(std::memory_order_acquire) != 0; });
+  rdma::wait_while_connected(client, "the client", "its notice", wait_ms,
+                             [&] { return flag.load(std::memory_order_acquire) != 0; });
   std::array<std::byte, notice_size> bytes{};
   std::memcpy(bytes.data(), flag_word, notice_size);
   const notice n = decode_notice(bytes);

@@ -11,11 +11,14 @@
 #include <string>
 
 #include "output.hpp"
+#include "pair_checks.hpp"
 #include "process.hpp"
 #include "rdma_tutorial/tcp.hpp"
 
 using namespace std::chrono_literals;
+using rdma::testing::both;
 using rdma::testing::describe;
+using rdma::testing::first_match;
 using rdma::testing::has_line;
 using rdma::testing::run;
 using rdma::testing::run_pair;
@@ -39,35 +42,22 @@ std::vector<std::string> client(std::vector<std::string> args = {}, const std::s
   return argv;
 }
 
-std::string first_match(const std::string& text, const std::string& pattern) {
-  std::smatch m;
-  REQUIRE_MESSAGE(std::regex_search(text, m, std::regex(pattern, std::regex::multiline)),
-                  "no /" << pattern << "/ in:\n" << text);
-  return m[1];
-}
-
-std::string both(const rdma::testing::pair_result& r) {
-  return "--- server ---\n" + describe(r.server) + "\n--- client ---\n" + describe(r.client);
-}
-
-// The checks every successful exchange must pass: each side's QPN and PSN
-// reached the other, and the bytes the server read are the bytes the client
+// Every successful exchange: the handshake crossed (common/testing/
+// pair_checks.hpp), and the bytes the server read are the bytes the client
 // wrote.
 void check_exchange(const rdma::testing::pair_result& r) {
-  const std::string server_qpn = first_match(r.server.out, R"(^QP (0x[0-9a-f]+): RESET -> INIT -> RTR -> RTS)");
-  const std::string client_qpn = first_match(r.client.out, R"(^QP (0x[0-9a-f]+): RESET -> INIT -> RTR -> RTS)");
-  CHECK(has_line(r.client.out, "^server [0-9.:]+: qp_num " + server_qpn + ", "));
-  CHECK(has_line(r.server.out, "^client [0-9.:]+: qp_num " + client_qpn + ", "));
-  // Each side's sq_psn is the other's rq_psn.
-  const std::string server_sq = first_match(r.server.out, R"(RTS \(sq_psn (0x[0-9a-f]+),)");
-  const std::string client_sq = first_match(r.client.out, R"(RTS \(sq_psn (0x[0-9a-f]+),)");
-  CHECK(has_line(r.client.out, "rq_psn " + server_sq + R"(\)$)"));
-  CHECK(has_line(r.server.out, "rq_psn " + client_sq + R"(\)$)"));
-  // The same bytes on both sides.
+  rdma::testing::check_handshake(r);
   const std::string wrote = first_match(r.client.out, R"(^wrote "hello from the client", fnv1a (0x[0-9a-f]{8})$)");
   CHECK(has_line(r.server.out, R"(^the client wrote \d+ bytes, \d+ time\(s\): "hello from the client", fnv1a )" +
                                    wrote + "$"));
   CHECK(has_line(r.server.out, "^the client closed the connection; releasing the region$"));
+}
+
+// A test socket that connects to the server as a client would, retrying
+// while the server starts.
+rdma::tcp::socket hostile_client() {
+  return rdma::tcp::connect_to("127.0.0.1", 18515,
+                               rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
 }
 
 }  // namespace
@@ -126,7 +116,7 @@ TEST_CASE("a write larger than the server's region should be refused by the clie
   CHECK(has_line(r.client.err, R"(^rdma_write: --size 200 does not fit the server's region \(108 bytes, 8 of them the flag word\)$)"));
   CHECK(has_line(r.client.err, "^  likely fix: write at most 100 bytes"));
   CHECK(r.server.exit_code == 1);
-  CHECK(has_line(r.server.err, "^rdma_write: (the client closed the connection without sending its notice|"
+  CHECK(has_line(r.server.err, "^rdma_write: (the client closed the connection while we waited for its notice|"
                                "127.0.0.1:\\d+ closed the connection after 0 of 48 bytes)"));
   // Well before --accept-ms (30 s): the close ended the server's wait.
   CHECK(std::chrono::steady_clock::now() - start < rdma::testing::scaled(20s));
@@ -134,7 +124,7 @@ TEST_CASE("a write larger than the server's region should be refused by the clie
 
 TEST_CASE("a silent client should be rejected within --wait-ms, naming how much of the handshake came") {
   auto s = rdma::testing::start({program(), "--wait-ms", wait_ms(2s)});
-  const rdma::tcp::socket sock = rdma::tcp::connect_to("127.0.0.1", 18515, rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
+  const rdma::tcp::socket sock = hostile_client();
   const auto r = s->wait(rdma::testing::scaled(30s));
   INFO(describe(r));
   CHECK(r.exit_code == 1);
@@ -172,8 +162,7 @@ TEST_CASE("garbage, a truncated handshake and another version should each be ref
     const auto started = std::chrono::steady_clock::now();
     auto s = rdma::testing::start(server());
     {
-      const rdma::tcp::socket sock =
-          rdma::tcp::connect_to("127.0.0.1", 18515, rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
+      const rdma::tcp::socket sock = hostile_client();
       rdma::tcp::send_all(sock, c.bytes, rdma::tcp::after_ms(2000), c.name);
     }  // closed here: a truncated message then ends in EOF
     const auto r = s->wait(rdma::testing::scaled(30s));
@@ -201,17 +190,10 @@ TEST_CASE("a bad command line should be a usage error, exit 2") {
 }
 
 TEST_CASE("across two hosts: the handshake should carry two different GIDs and the write should land") {
-  const char* peer_dir = std::getenv("RXE_VM_PEER_DIR");
-  const char* on_peer = std::getenv("ON_PEER");
-  REQUIRE_MESSAGE(peer_dir != nullptr, "no peer guest: run the pair suite inside scripts/rxe_vm.sh --pair");
-  REQUIRE_MESSAGE(on_peer != nullptr, "ON_PEER (scripts/on_peer.sh) is not set; see meson.build");
-  const auto r = run_pair(server(), client({"--iters", "200"}, "192.0.2.2"), 120s, {on_peer, "--timeout", "100", "--"});
+  const auto r = run_pair(server(), client({"--iters", "200"}, "192.0.2.2"), 120s, rdma::testing::on_peer_prefix());
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
   check_exchange(r);
-  CHECK(has_line(r.server.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.2 \(RoCE v2\))"));
-  CHECK(has_line(r.client.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.1 \(RoCE v2\))"));
-  CHECK(has_line(r.client.out, R"(^server 192\.0\.2\.2:18515: qp_num 0x[0-9a-f]+, psn 0x[0-9a-f]+, gid ::ffff:192\.0\.2\.2, )"));
-  CHECK(has_line(r.server.out, R"(^client 192\.0\.2\.1:\d+: qp_num 0x[0-9a-f]+, psn 0x[0-9a-f]+, gid ::ffff:192\.0\.2\.1$)"));
+  rdma::testing::check_two_hosts(r);
 }

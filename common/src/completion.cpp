@@ -79,8 +79,13 @@ std::string describe_wc(const ibv_wc& wc) {
     line += wc_opcode_name(wc.opcode);
     // byte_len is what a receive took in. On the sending side devices differ
     // (Soft-RoCE fills it, NICs may not), so it is not shown there.
-    if ((wc.opcode & IBV_WC_RECV) != 0) line += ", " + std::to_string(wc.byte_len) + " bytes";
-    if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) line += ", with imm";
+    // The same for the IBV_WC_WITH_IMM flag (Soft-RoCE sets it on the
+    // sender's completion of a Write with Immediate too; the verbs define
+    // it only for the receiver's).
+    if ((wc.opcode & IBV_WC_RECV) != 0) {
+      line += ", " + std::to_string(wc.byte_len) + " bytes";
+      if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) line += ", with imm";
+    }
     return line;
   }
   char vendor_err[16];

@@ -1,5 +1,6 @@
 #include "rdma_tutorial/peer.hpp"
 
+#include <chrono>
 #include <random>
 
 #include "rdma_tutorial/device.hpp"
@@ -42,8 +43,8 @@ wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp) {
   return e;
 }
 
-void connect_to_peer(const rdma_device& dev, ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer) {
-  connect_qp_rts(qp, "our QP", ours.psn, peer_info{peer.qp_num, peer.psn, peer.gid}, dev.params);
+void connect_to_peer(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer, const qp_params& params) {
+  connect_qp_rts(qp, "our QP", ours.psn, peer_info{peer.qp_num, peer.psn, peer.gid}, params);
 }
 
 peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms) {
@@ -57,6 +58,29 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
   tcp::send_endpoint(server, ours, tcp::after_ms(wait_ms));
   const wire::endpoint peer = tcp::receive_endpoint(server, tcp::after_ms(wait_ms));
   return {std::move(server), peer};
+}
+
+void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
+                          const std::function<bool()>& arrived, waiting how) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const auto deadline = start + std::chrono::milliseconds(wait_ms);
+  for (std::uint32_t looks = 1; !arrived(); ++looks) {
+    const auto now = clock::now();
+    if (now > deadline) {
+      throw tutorial_error("nothing within " + std::to_string(wait_ms) + " ms while we waited for " + std::string(what),
+                           std::string(who) + " is stuck or its packets do not arrive; its own output says which");
+    }
+    const bool nap = how == waiting::backs_off && now - start > std::chrono::microseconds(100);
+    if ((nap || looks % 1024 == 0) && tcp::peer_closed(peer, nap ? 1 : 0)) {
+      const auto grace = clock::now() + std::chrono::milliseconds(100);
+      while (clock::now() < grace) {
+        if (arrived()) return;
+      }
+      throw tutorial_error(std::string(who) + " closed the connection while we waited for " + std::string(what),
+                           std::string(who) + " failed or gave up; its own output says why");
+    }
+  }
 }
 
 }  // namespace rdma

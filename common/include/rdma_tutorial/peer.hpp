@@ -8,7 +8,9 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/handles.hpp"
@@ -42,8 +44,9 @@ std::string describe(const rdma_device& dev);
 // one's), our GID. The caller adds the memory it exposes, if any.
 wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp);
 
-// RESET -> INIT -> RTR -> RTS toward `peer` (stage 03's connect_qp_rts).
-void connect_to_peer(const rdma_device& dev, ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer);
+// RESET -> INIT -> RTR -> RTS toward `peer` (stage 03's connect_qp_rts),
+// with the device's params or a stage's variation of them.
+void connect_to_peer(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer, const qp_params& params);
 
 // The TCP meeting. The server takes the first client within accept_ms and
 // reads its endpoint; the client connects (retrying while nobody listens
@@ -54,6 +57,24 @@ struct peer_link {
   wire::endpoint peer;
 };
 peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms);
+
+// Looks at `arrived` until it returns true: flat out for the first 100 us
+// (what comes at once is seen at once), then once a millisecond, sleeping in
+// between on the peer's TCP connection. A program spinning flat out for a
+// long run would take a CPU the peer on the same host needs (stage 08
+// sleeps properly, on a completion channel). Gives up at wait_ms, or soon
+// after the peer closes the connection: a peer that closes once its last
+// work request completed at its end may still be a moment ahead of that
+// request's effect here, so `arrived` gets 100 ms of grace before
+//   "<who> closed the connection while we waited for <what>"
+// is thrown; a deadline passing throws "nothing within N ms while we
+// waited for <what>".
+// With `spin` the loop never sleeps (it still looks at the connection,
+// without waiting, every 1024 looks): a latency measurement cannot afford
+// a millisecond's nap, and pays with a busy CPU.
+enum class waiting { backs_off, spins };
+void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
+                          const std::function<bool()>& arrived, waiting how = waiting::backs_off);
 peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::endpoint& ours, int wait_ms);
 
 }  // namespace rdma

@@ -1,0 +1,138 @@
+// EXERCISE: a Write with Immediate completes as IBV_WC_RECV_RDMA_WITH_IMM
+// SYMPTOM: a completion without an immediate: wr_id \d+: IBV_WC_RECV_RDMA_WITH_IMM
+// FIXED: ^self-test: imm 0x12345678 arrived as sent$
+// FIXED: ^received 4 DATA write\(s\) and END$
+// ARGS: -s 127.0.0.1
+// SERVER: --accept-ms 20000
+//
+// This is target.cpp with one bug. Build and check it with
+//   scripts/check_exercise.sh recv_only
+//
+// TODO: the client's writes all complete, a completion arrives at the
+// server for each, and the server throws the first one away as "not mine".
+// Look at which opcode the target accepts. (Hint: docs/05-write-imm.md,
+// section "The completion at the target".)
+// The target's side of Write with Immediate. The payload lands in the slot
+// the sender chose, without the target's CPU, as in stage 04; what is new
+// happens in the receive queue: each Write with Immediate consumes one
+// posted Recv and completes it, with the 32-bit immediate in the
+// completion. No Recv posted: the target's device answers "receiver not
+// ready" (an RNR NAK), and the sender retries rnr_retry times.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "stage.hpp"
+
+namespace stage05 {
+
+void post_receives(ibv_qp* qp, const rdma::registered_buffer& buffer, std::uint32_t count) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer.data()), static_cast<std::uint32_t>(buffer.size()),
+              buffer.lkey()};
+  for (std::uint32_t i = 0; i < count; ++i) {
+    ibv_recv_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    rdma::check_rc(ibv_post_recv(qp, &wr, &bad), "ibv_post_recv");
+  }
+}
+
+std::optional<std::uint32_t> immediate_of(const ibv_wc& wc) {
+  // Both say "with immediate": the opcode that a Write with Immediate
+  // completes with (a Send with Immediate would be IBV_WC_RECV), and the
+  // flag that says imm_data is valid.
+  if (wc.opcode != IBV_WC_RECV || (wc.wc_flags & IBV_WC_WITH_IMM) == 0) return std::nullopt;  // TODO
+  // The device hands the 4 bytes over as they came off the wire, in network
+  // byte order; ntohl here, once, and nowhere else.
+  return ntohl(wc.imm_data);
+}
+
+namespace {
+
+// The next completion of a Recv. Send completions (ping-pong's answers)
+// share the CQ; they are checked and passed over.
+ibv_wc next_receive(const target& t, const char* waiting_for) {
+  for (;;) {
+    ibv_wc wc{};
+    // In ping-pong every microsecond counts: spin. Otherwise back off.
+    rdma::wait_while_connected(t.client, "the client", waiting_for, t.opts.accept_ms,
+                               [&] { return rdma::check_poll(ibv_poll_cq(t.dev.cq.get(), 1, &wc)) == 1; },
+                               t.peer.length != 0 ? rdma::waiting::spins : rdma::waiting::backs_off);
+    rdma::check_wc(wc);
+    if ((wc.opcode & IBV_WC_RECV) != 0) return wc;
+  }
+}
+
+std::uint32_t checked_immediate(const ibv_wc& wc) {
+  const std::optional<std::uint32_t> imm = immediate_of(wc);
+  if (!imm) {
+    throw rdma::tutorial_error("a completion without an immediate: " + rdma::describe_wc(wc),
+                               "this protocol sends only Writes with Immediate; is the peer this stage's client?");
+  }
+  return *imm;
+}
+
+}  // namespace
+
+std::uint32_t serve(const target& t) {
+  // Each consumed Recv is replaced at once, so the queue stays full.
+  auto repost = [&] { post_receives(t.qp, t.recv_buf, 1); };
+
+  for (const std::uint32_t sent : self_test_values) {
+    const ibv_wc wc = next_receive(t, "the self-test");
+    std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
+    const std::uint32_t imm = checked_immediate(wc);
+    repost();
+    if (imm != sent) {
+      throw rdma::tutorial_error("self-test: imm " + rdma::imm::hex(imm) + " arrived, " + rdma::imm::hex(sent) +
+                                     " was sent",
+                                 "a byte swap is missing or doubled: htonl once at the sender (wr.imm_data), ntohl "
+                                 "once at the target (wc.imm_data), nowhere else");
+    }
+    std::printf("self-test: imm %s arrived as sent\n", rdma::imm::hex(imm).c_str());
+  }
+
+  // What this server accepts: DATA naming one of its slots, END with any count.
+  const std::array<rdma::imm::accepted, 2> rules{{{imm_data, "DATA", t.opts.slots},
+                                                  {imm_end, "END", rdma::imm::index_limit}}};
+  for (std::uint32_t data = 0;; ++data) {
+    const ibv_wc wc = next_receive(t, "the next write");
+    const std::uint32_t value = checked_immediate(wc);
+    repost();
+    // The value comes from the peer: check it before it names any memory.
+    const rdma::imm::accepted& rule = rdma::imm::validate(value, rules);
+    const std::uint32_t index = rdma::imm::decode(value).index;
+    if (rule.type == imm_end) {
+      if (index != data % rdma::imm::index_limit) {
+        throw rdma::tutorial_error("imm " + rdma::imm::hex(value) + ": END counts " + std::to_string(index) +
+                                   " DATA writes, " + std::to_string(data) + " arrived");
+      }
+      std::printf("imm %s: END after %u DATA write(s)\n", rdma::imm::hex(value).c_str(), data);
+      return data;
+    }
+    // byte_len is how many bytes the write put into the slot; the sender
+    // chose it, so it is checked before the slot is read.
+    if (wc.byte_len > t.opts.size) {
+      throw rdma::tutorial_error("imm " + rdma::imm::hex(value) + ": a write of " + std::to_string(wc.byte_len) +
+                                     " bytes into a slot of " + std::to_string(t.opts.size),
+                                 "give both sides the same --size");
+    }
+    const std::span<const char> slot(t.landing.data() + std::size_t{index} * t.opts.size, wc.byte_len);
+    if (data < 8) {
+      std::printf("imm %s: DATA, slot %u: %u bytes \"%.*s\", fnv1a 0x%08x\n", rdma::imm::hex(value).c_str(), index,
+                  wc.byte_len, static_cast<int>(std::min(slot.size(), slot_text(index).size())), slot.data(),
+                  fnv1a(slot));
+    } else if (data == 8) {
+      std::printf("(further DATA writes are counted, not printed)\n");
+    }
+    if (t.peer.length != 0) answer(t, index, wc.byte_len, data);
+  }
+}
+
+}  // namespace stage05

@@ -1,0 +1,107 @@
+// Stage 05 — RDMA Write with Immediate (docs/05-write-imm.md).
+//
+// Reading order, as the chapter tells it:
+//   protocol.hpp                  who sends what to whom, in order; the immediate's types
+//   write_imm.cpp                 main: the device, a PD and a CQ, then either story
+//   server.cpp                    expose the slots, post the Recvs, hand out the rkey
+//   target.cpp                    what a Write with Immediate looks like at the target:
+//                                 the Recvs it consumes, the completion, the immediate
+//   common/src/imm.cpp            8 bits of type, 24 of index, checked on arrival
+//   client.cpp                    the self-test, one write per slot, END
+//   latency.cpp                   ping-pong of Writes with Immediate
+//   latency_report.cpp            percentiles, perftest's way of printing them
+//   options.cpp                   the command line
+// Stage 04's handshake and send window come from common/ (peer.hpp,
+// send_window.hpp), stage 03's QP walk through them.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol.hpp"
+#include "rdma_tutorial/buffer.hpp"
+#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/peer.hpp"
+
+namespace stage05 {
+
+// options.cpp
+struct options {
+  rdma::device_options device;
+  std::string server;                  // -s: connect to this server; empty: be the server
+  std::string bind;                    // --bind: the server's listening address; empty: all
+  std::uint16_t port = 18515;          // -p: TCP port of the handshake
+  std::uint32_t size = 4096;           // bytes per slot, and per write
+  std::uint32_t slots = 4;             // slots in the landing region
+  std::optional<std::uint32_t> iters;  // client: throughput (or with --latency, ping-pong) mode
+  bool latency = false;                // client: ping-pong instead of a stream
+  std::uint32_t tx_depth = 128;        // writes in flight at most
+  std::uint32_t cq_mod = 100;          // signal one write in cq_mod
+  std::uint32_t rx_depth = 512;        // Recvs the server keeps posted
+  std::optional<std::uint8_t> rnr_retry;   // default: 3 for one pass, 7 for streams
+  std::optional<std::uint32_t> send_imm;   // client: one extra raw immediate, to try the server's checks
+  int wait_ms = 5000;                  // bound on every wait for the peer once connected
+  int accept_ms = 60000;               // server: wait for a client to come, and to finish
+};
+bool parse_options(int argc, const char* const* argv, options& out);
+
+// write_imm.cpp: an RC QP with room for tx_depth sends and rx_depth Recvs,
+// created after the buffers it uses (destroyed before them).
+rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const options& opts);
+// RESET -> INIT -> RTR -> RTS toward `peer`, with one line saying so.
+void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
+                     const rdma::qp_params& params);
+int run_server(const options& opts, const rdma::rdma_device& dev);
+int run_client(const options& opts, const rdma::rdma_device& dev);
+
+// target.cpp ----------------------------------------------------------------
+
+// Posts `count` Recvs, all pointing at one small buffer: a Write with
+// Immediate consumes a Recv but puts nothing in its buffer; the buffer must
+// still be valid, because a Send would land there.
+void post_receives(ibv_qp* qp, const rdma::registered_buffer& buffer, std::uint32_t count);
+
+// The immediate a completion carries, in host byte order, or nothing when
+// the completion is not a Write with Immediate's.
+std::optional<std::uint32_t> immediate_of(const ibv_wc& wc);
+
+// Everything the server's receive loop needs.
+struct target {
+  const rdma::rdma_device& dev;
+  ibv_qp* qp;
+  const rdma::tcp::socket& client;
+  const rdma::registered_buffer& landing;
+  const rdma::registered_buffer& recv_buf;
+  const rdma::wire::endpoint& peer;  // with a region: ping-pong, answer each DATA there
+  const options& opts;
+};
+// The self-test, then DATA until END; returns how many DATA writes came.
+std::uint32_t serve(const target& t);
+
+// client.cpp ----------------------------------------------------------------
+
+// One Write with Immediate of `sge` (nullptr: 0 bytes) to remote_addr,
+// carrying `imm` (host order), signaled.
+void post_write_imm(ibv_qp* qp, std::uint64_t wr_id, const ibv_sge* sge, const rdma::wire::endpoint& peer,
+                    std::uint64_t remote_addr, std::uint32_t imm);
+
+// latency_report.cpp, latency.cpp --------------------------------------------
+
+// perftest's latency line from one-way samples in microseconds (half of
+// each round trip): min, max, median (t_typical), mean, 99th and 99.9th
+// percentiles, with its header.
+std::string latency_report(std::uint32_t bytes, std::vector<double> samples_us);
+// The client's ping-pong: --iters round trips, then the report.
+void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buffer& source,
+               const rdma::registered_buffer& recv_buf,
+               const rdma::tcp::socket& server, const rdma::wire::endpoint& peer, const options& opts);
+// The server's answer to one DATA write in ping-pong mode: the same bytes
+// back into the client's region, imm DATA|0. `n` counts answers (signals
+// one in 64).
+void answer(const target& t, std::uint32_t slot, std::uint32_t bytes, std::uint32_t n);
+
+}  // namespace stage05

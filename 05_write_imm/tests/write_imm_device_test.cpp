@@ -1,0 +1,149 @@
+// Device test for stage 05: the real write_imm program as a server and a
+// client on Soft-RoCE, every run bounded. The immediates each side printed
+// are checked against each other (the self-test values exactly, DATA|slot,
+// END|count), the completions' opcodes at both ends, the payload checksums
+// per slot, and the server's refusals of immediates it never offered.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+#include "output.hpp"
+#include "pair_checks.hpp"
+#include "process.hpp"
+
+using namespace std::chrono_literals;
+using rdma::testing::both;
+using rdma::testing::describe;
+using rdma::testing::first_match;
+using rdma::testing::has_line;
+using rdma::testing::run_pair;
+
+namespace {
+
+std::string program() { return rdma::testing::program_from_env("PROGRAM"); }
+std::string wait_ms(std::chrono::milliseconds ms) { return std::to_string(rdma::testing::scaled(ms).count()); }
+
+std::vector<std::string> server(std::vector<std::string> args = {}) {
+  std::vector<std::string> argv{program(), "--wait-ms", wait_ms(5s), "--accept-ms", wait_ms(30s)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::vector<std::string> client(std::vector<std::string> args = {}, const std::string& address = "127.0.0.1") {
+  std::vector<std::string> argv{program(), "-s", address, "--wait-ms", wait_ms(5s)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// The default run: both self-test values, one DATA write per slot (each
+// slot's checksum the same on both sides), END with the right count.
+void check_one_pass(const rdma::testing::pair_result& r, int slots) {
+  rdma::testing::check_handshake(r);
+  for (const char* value : {"0x12345678", "0xdeadbeef"}) {
+    CHECK(has_line(r.client.out, std::string("^Write with Immediate: 0 bytes, imm ") + value + " \\(self-test\\)$"));
+    CHECK(has_line(r.server.out, "^  completion: wr_id \\d+: IBV_WC_RECV_RDMA_WITH_IMM, 0 bytes, with imm\n"
+                                 "self-test: imm " + std::string(value) + " arrived as sent$"));
+  }
+  for (int s = 0; s < slots; ++s) {
+    const std::string n = std::to_string(s);
+    const std::string sum = first_match(r.client.out, "^wrote slot " + n + " \"slot " + n + " from the client\", fnv1a (0x[0-9a-f]{8})$");
+    CHECK(has_line(r.server.out, "^imm 0x0100000" + n + ": DATA, slot " + n + ": \\d+ bytes \"slot " + n +
+                                     " from the client\", fnv1a " + sum + "$"));
+  }
+  CHECK(has_line(r.server.out, "^imm 0x0200000" + std::to_string(slots) + ": END after " + std::to_string(slots) +
+                                   " DATA write\\(s\\)$"));
+  CHECK(has_line(r.server.out, "^the client closed the connection; releasing the region$"));
+}
+
+}  // namespace
+
+TEST_CASE("each slot should arrive with its immediate, and the self-test values exactly as sent") {
+  const auto r = run_pair(server(), client(), 60s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  CHECK(r.client.err.empty());
+  CHECK(r.server.err.empty());
+  check_one_pass(r, 4);
+  // The sender's completions are plain IBV_WC_RDMA_WRITE; the immediate
+  // shows only at the target.
+  CHECK(has_line(r.client.out, "^Write with Immediate: 4096 bytes into slot 2, imm 0x01000002 \\(DATA 2\\)\n"
+                               "  completion: wr_id 5: IBV_WC_RDMA_WRITE$"));
+  CHECK_FALSE(has_line(r.client.out, "IBV_WC_RECV"));
+  CHECK(has_line(r.server.out, "^posted 512 Recvs$"));
+}
+
+TEST_CASE("other slot counts and sizes should work when both sides agree") {
+  const auto r = run_pair(server({"--slots", "7", "--size", "100"}), client({"--slots", "7", "--size", "100"}), 60s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  check_one_pass(r, 7);
+  CHECK(has_line(r.server.out, "^imm 0x01000006: DATA, slot 6: 100 bytes "));
+}
+
+TEST_CASE("throughput mode should count every write at the target, reposting Recvs as they are consumed") {
+  // 3000 writes against 16 Recvs: without reposting the 17th would find none.
+  const auto r = run_pair(server({"--size", "64", "--rx-depth", "16"}),
+                          client({"--size", "64", "--iters", "3000", "--tx-depth", "16", "--cq-mod", "8"}), 120s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  rdma::testing::check_handshake(r);
+  CHECK(has_line(r.client.out, R"(^ 64 +3000 +\d+\.\d\d +\d\.\d{6}$)"));
+  CHECK(has_line(r.client.out, R"(^QP 0x[0-9a-f]+: .*, rnr_retry 7\)$)"));
+  CHECK(has_line(r.server.out, "^imm 0x02000bb8: END after 3000 DATA write\\(s\\)$"));
+  CHECK(has_line(r.server.out, "^received 3000 DATA write\\(s\\) and END$"));
+}
+
+TEST_CASE("latency mode should answer every ping and print perftest's percentiles") {
+  const auto r = run_pair(server({"--size", "8"}), client({"--size", "8", "--latency", "--iters", "300"}), 120s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  rdma::testing::check_handshake(r);
+  CHECK(has_line(r.client.out, R"(^ #bytes #iterations +t_min\[usec\] +t_max\[usec\] +t_typical\[usec\] )"));
+  CHECK(has_line(r.client.out, R"(^ 8 +300 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ *$)"));
+  CHECK(has_line(r.server.out, "^client [0-9.:]+: .*, 8 bytes at 0x[0-9a-f]+, rkey 0x[0-9a-f]+$"));
+  CHECK(has_line(r.server.out, "^received 300 DATA write\\(s\\) and END$"));
+}
+
+TEST_CASE("a DATA index outside the slots should be refused before the server touches memory") {
+  const auto r = run_pair(server(), client({"--send-imm", "0x01000009"}), 60s);
+  INFO(both(r));
+  CHECK(r.server.exit_code == 1);
+  CHECK(has_line(r.server.err, R"(^write_imm: imm 0x01000009: DATA index 9 is outside 0\.\.3$)"));
+  CHECK_FALSE(has_line(r.server.out, "slot 9"));
+  CHECK_FALSE(has_line(r.server.out, "END after"));
+}
+
+TEST_CASE("an unknown type and a wrong END count should each be refused, naming the value") {
+  const auto unknown = run_pair(server(), client({"--send-imm", "0x7f000001"}), 60s);
+  INFO(both(unknown));
+  CHECK(unknown.server.exit_code == 1);
+  CHECK(has_line(unknown.server.err, R"(^write_imm: imm 0x7f000001: type 0x7f is none of DATA, END$)"));
+  const auto count = run_pair(server(), client({"--send-imm", "0x02000001"}), 60s);
+  INFO(both(count));
+  CHECK(count.server.exit_code == 1);
+  CHECK(has_line(count.server.err, R"(^write_imm: imm 0x02000001: END counts 1 DATA writes, 4 arrived$)"));
+}
+
+TEST_CASE("a client whose --slots or --size differ from the server's should stop before writing") {
+  const auto r = run_pair(server({"--slots", "2"}), client(), 60s);
+  INFO(both(r));
+  CHECK(r.client.exit_code == 1);
+  CHECK(has_line(r.client.err, R"(^write_imm: the server's region is 8192 bytes; --slots 4 of --size 4096 make 16384$)"));
+  CHECK_FALSE(has_line(r.client.out, "Write with Immediate"));
+  CHECK(r.server.exit_code == 1);
+  CHECK(has_line(r.server.err, "^write_imm: the client closed the connection while we waited for the self-test$"));
+}
+
+TEST_CASE("across two hosts: the self-test, every slot and END should cross the wire") {
+  const auto r = run_pair(server(), client({}, "192.0.2.2"), 120s, rdma::testing::on_peer_prefix());
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  check_one_pass(r, 4);
+  rdma::testing::check_two_hosts(r);
+}

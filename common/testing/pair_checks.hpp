@@ -1,0 +1,62 @@
+// Test support for the two-peer stages: the checks every device test makes
+// of a server's and a client's output (doctest assertions).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <string>
+
+#include "output.hpp"
+#include "process.hpp"
+
+namespace rdma::testing {
+
+// The first capture group of `pattern` in `text`; fails the test if absent.
+inline std::string first_match(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(text, m, std::regex(pattern, std::regex::multiline)),
+                  "no /" << pattern << "/ in:\n" << text);
+  return m[1];
+}
+
+// Both peers' exit codes and output, for an assertion's message.
+inline std::string both(const pair_result& r) {
+  return "--- server ---\n" + describe(r.server) + "\n--- client ---\n" + describe(r.client);
+}
+
+// The handshake worked both ways: each side's QPN reached the other, and
+// each side's sq_psn is the other's rq_psn. Both programs print
+//   QP 0x11: RESET -> INIT -> RTR -> RTS (sq_psn 0x.., rq_psn 0x..
+//   server ADDR: qp_num 0x.., ...       client ADDR: qp_num 0x.., ...
+inline void check_handshake(const pair_result& r) {
+  const std::string server_qpn = first_match(r.server.out, R"(^QP (0x[0-9a-f]+): RESET -> INIT -> RTR -> RTS)");
+  const std::string client_qpn = first_match(r.client.out, R"(^QP (0x[0-9a-f]+): RESET -> INIT -> RTR -> RTS)");
+  CHECK(has_line(r.client.out, "^server [0-9.:]+: qp_num " + server_qpn + ", "));
+  CHECK(has_line(r.server.out, "^client [0-9.:]+: qp_num " + client_qpn + ", "));
+  const std::string server_sq = first_match(r.server.out, R"(RTS \(sq_psn (0x[0-9a-f]+),)");
+  const std::string client_sq = first_match(r.client.out, R"(RTS \(sq_psn (0x[0-9a-f]+),)");
+  CHECK(has_line(r.client.out, "rq_psn " + server_sq + R"([,)])"));
+  CHECK(has_line(r.server.out, "rq_psn " + client_sq + R"([,)])"));
+}
+
+// Across two guests (scripts/rxe_vm.sh --pair): the server ran on
+// 192.0.2.2, the client on 192.0.2.1, and each used its own GID.
+inline void check_two_hosts(const pair_result& r) {
+  CHECK(has_line(r.server.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.2 \(RoCE v2\))"));
+  CHECK(has_line(r.client.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.1 \(RoCE v2\))"));
+  CHECK(has_line(r.client.out, R"(^server 192\.0\.2\.2:\d+: qp_num 0x[0-9a-f]+, psn 0x[0-9a-f]+, gid ::ffff:192\.0\.2\.2, )"));
+  CHECK(has_line(r.server.out, R"(^client 192\.0\.2\.1:\d+: qp_num 0x[0-9a-f]+, psn 0x[0-9a-f]+, gid ::ffff:192\.0\.2\.1)"));
+}
+
+// scripts/on_peer.sh from the environment (set by the pair suite), in front
+// of the server's command; the test fails if the pair is missing.
+inline std::vector<std::string> on_peer_prefix() {
+  const char* peer_dir = std::getenv("RXE_VM_PEER_DIR");
+  const char* on_peer = std::getenv("ON_PEER");
+  REQUIRE_MESSAGE(peer_dir != nullptr, "no peer guest: run the pair suite inside scripts/rxe_vm.sh --pair");
+  REQUIRE_MESSAGE(on_peer != nullptr, "ON_PEER (scripts/on_peer.sh) is not set; see common/stage_rules.build");
+  return {on_peer, "--timeout", "100", "--"};
+}
+
+}  // namespace rdma::testing

@@ -65,6 +65,8 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.rx_depth = number(v, "--rx-depth", 1, 16384); });
   parser.add(0, "rnr-retry", "N", "retries after a 'receiver not ready' NAK, 0-7, 7 = forever (default 3; 7 with --iters)",
              [&](std::string_view v) { out.rnr_retry = static_cast<std::uint8_t>(number(v, "--rnr-retry", 0, 7)); });
+  parser.add(0, "retry-cnt", "N", "retries without an ACK, 0-7; Soft-RoCE: 7 = forever (default 3)",
+             [&](std::string_view v) { out.retry_cnt = static_cast<std::uint8_t>(number(v, "--retry-cnt", 0, 7)); });
   parser.add(0, "send-imm", "VALUE", "client: one more Write with Immediate carrying this raw value, before END",
              [&](std::string_view v) { out.send_imm = parse_imm(v); });
   parser.add(0, "wait-ms", "MS", "give up on a silent peer after MS: each handshake message, each completion "

@@ -43,6 +43,7 @@ struct options {
   std::uint32_t cq_mod = 100;          // signal one write in cq_mod
   std::uint32_t rx_depth = 512;        // Recvs the server keeps posted
   std::optional<std::uint8_t> rnr_retry;   // default: 3 for one pass, 7 for streams
+  std::optional<std::uint8_t> retry_cnt;   // default: 3 (qp_params)
   std::optional<std::uint32_t> send_imm;   // client: one extra raw immediate, to try the server's checks
   int wait_ms = 5000;                  // bound on every wait for the peer once connected
   int accept_ms = 60000;               // server: wait for a client to come, and to finish

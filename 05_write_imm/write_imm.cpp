@@ -34,8 +34,8 @@ rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const options& opts) {
 void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
                      const rdma::qp_params& params) {
   rdma::connect_to_peer(qp, ours, peer, params);
-  std::printf("QP 0x%x: RESET -> INIT -> RTR -> RTS (sq_psn 0x%x, rq_psn 0x%x, rnr_retry %u)\n", qp->qp_num,
-              ours.psn, peer.psn, params.rnr_retry);
+  std::printf("QP 0x%x: RESET -> INIT -> RTR -> RTS (sq_psn 0x%x, rq_psn 0x%x, retry_cnt %u, rnr_retry %u)\n",
+              qp->qp_num, ours.psn, peer.psn, params.retry_cnt, params.rnr_retry);
 }
 
 }  // namespace stage05
@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     // stream uses 7 (retry forever): without credits (stage 06) that NAK is
     // the receiver's only way to slow a sender down.
     dev.params.rnr_retry = opts.rnr_retry.value_or(opts.iters ? 7 : 3);
+    if (opts.retry_cnt) dev.params.retry_cnt = *opts.retry_cnt;
     std::printf("%s\n", rdma::describe(dev).c_str());
 
     return server ? stage05::run_server(opts, dev) : stage05::run_client(opts, dev);

@@ -1,7 +1,5 @@
 // rdma_write's command line: the device options every stage shares, the
 // peer's address and TCP port, and the sizes of the writes.
-#include <arpa/inet.h>
-
 #include <string>
 
 #include "rdma_tutorial/error.hpp"
@@ -14,20 +12,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
                              "Without -s: the server, exposing a landing region. With -s ADDR: the client, writing "
                              "into it with RDMA Write.");
   parser.add_device_options(out.device);
-  parser.add('s', "server", "ADDR", "be the client of the server at ADDR (default: be the server)",
-             [&](std::string_view v) {
-               if (v.empty()) throw rdma::usage_error("--server needs an address");
-               out.server = v;
-             });
-  parser.add(0, "bind", "ADDR", "server: listen on this IPv4 address only (default: all)", [&](std::string_view v) {
-    in_addr ignored{};
-    if (::inet_pton(AF_INET, std::string(v).c_str(), &ignored) != 1) {
-      throw rdma::usage_error("--bind expects an IPv4 address, got '" + std::string(v) + "'");
-    }
-    out.bind = v;
-  });
-  parser.add('p', "port", "N", "TCP port of the handshake (default 18515)",
-             [&](std::string_view v) { out.port = static_cast<std::uint16_t>(rdma::parse_integer(v, "--port", 1, 65535)); });
+  parser.add_peer_options(out.peer);
   parser.add(0, "size", "BYTES", "server: the payload capacity; client: bytes per write (default 4096)",
              [&](std::string_view v) {
                out.size = static_cast<std::uint32_t>(rdma::parse_integer(v, "--size", 1, 1 << 26));
@@ -53,23 +38,9 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) {
                out.cq_mod = static_cast<std::uint32_t>(rdma::parse_integer(v, "--cq-mod", 1, 4096));
              });
-  parser.add(0, "wait-ms", "MS", "give up on a silent peer after MS: each handshake message, each completion "
-             "(default 5000)",
-             [&](std::string_view v) { out.wait_ms = static_cast<int>(rdma::parse_integer(v, "--wait-ms", 1, 3600000)); });
-  parser.add(0, "accept-ms", "MS", "server: give up when no client came, or finished, within MS (default 60000)",
-             [&](std::string_view v) {
-               out.accept_ms = static_cast<int>(rdma::parse_integer(v, "--accept-ms", 1, 86400000));
-             });
   if (!parser.parse(argc, argv)) return false;
 
-  const bool client = !out.server.empty();
-  for (const char* only_client : {"iters", "tx-depth", "cq-mod"}) {
-    if (!client && parser.given(only_client)) {
-      throw rdma::usage_error(std::string("--") + only_client + " is for the client (with -s ADDR)");
-    }
-  }
-  if (client && parser.given("bind")) throw rdma::usage_error("--bind is for the server (without -s)");
-  if (client && parser.given("accept-ms")) throw rdma::usage_error("--accept-ms is for the server (without -s)");
+  parser.check_roles(out.peer, {"iters", "tx-depth", "cq-mod"});
   // perftest's rule: never more signaled writes apart than fit in flight.
   if (out.cq_mod > out.tx_depth) {
     if (parser.given("cq-mod")) throw rdma::usage_error("--cq-mod must not exceed --tx-depth");

@@ -49,10 +49,10 @@ int main(int argc, char** argv) {
     // port's MTU, a PD, and a CQ big enough for the window (selective
     // signaling keeps at most tx_depth / cq_mod + 1 completions due). Only
     // the server's QP accepts RDMA Writes; the client's accepts nothing.
-    const unsigned qp_access = opts.server.empty() ? IBV_ACCESS_REMOTE_WRITE : 0;
+    const unsigned qp_access = opts.peer.server.empty() ? IBV_ACCESS_REMOTE_WRITE : 0;
     const rdma::rdma_device dev = rdma::open_rdma_device(opts.device, static_cast<int>(opts.tx_depth) + 2, qp_access);
     std::printf("%s\n", rdma::describe(dev).c_str());
 
-    return opts.server.empty() ? stage04::run_server(opts, dev) : stage04::run_client(opts, dev);
+    return opts.peer.server.empty() ? stage04::run_server(opts, dev) : stage04::run_client(opts, dev);
   });
 }

@@ -35,16 +35,12 @@ enum class notify_by { send, flag };
 // options.cpp
 struct options {
   rdma::device_options device;
-  std::string server;               // -s: connect to this server; empty: be the server
-  std::string bind;                 // --bind: the server's listening address; empty: all
-  std::uint16_t port = 18515;       // -p: TCP port of the handshake (perftest's default)
+  rdma::peer_options peer;          // -s, --bind, -p, --wait-ms, --accept-ms
   std::uint32_t size = 4096;        // server: the payload capacity; client: bytes per write
   std::optional<std::uint32_t> iters;  // client: throughput mode, this many writes
   std::uint32_t tx_depth = 128;     // writes in flight at most (perftest's default)
   std::uint32_t cq_mod = 100;       // signal one write in cq_mod (perftest's default)
   notify_by notify = notify_by::send;
-  int wait_ms = 5000;               // bound on every wait for the peer once connected
-  int accept_ms = 60000;            // the server's wait for a client to come, and to finish
 };
 
 // Returns false after --help. Throws rdma::usage_error on a bad command line.

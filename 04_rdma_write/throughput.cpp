@@ -11,7 +11,7 @@
 namespace stage04 {
 
 void write_stream(ibv_qp* qp, ibv_cq* cq, const ibv_sge& sge, const rdma::wire::endpoint& peer, const options& opts) {
-  const rdma::window_params window{*opts.iters, opts.tx_depth, opts.cq_mod, opts.wait_ms};
+  const rdma::window_params window{*opts.iters, opts.tx_depth, opts.cq_mod, opts.peer.wait_ms};
   ibv_sge source = sge;  // every write sends the same bytes
   const double seconds = rdma::post_window(qp, cq, window, [&](ibv_send_wr& wr, std::uint32_t) {
     wr.sg_list = &source;

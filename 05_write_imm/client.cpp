@@ -34,7 +34,7 @@ namespace {
 
 // The completion of the one write in flight; its status is checked.
 void wait_and_show(const rdma::rdma_device& dev, const options& opts, const char* what) {
-  const ibv_wc wc = rdma::poll_one(dev.cq.get(), opts.wait_ms, what);
+  const ibv_wc wc = rdma::poll_one(dev.cq.get(), opts.peer.wait_ms, what);
   std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
   rdma::check_wc(wc);
 }
@@ -47,7 +47,7 @@ void stream(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buf
     sges.push_back({reinterpret_cast<std::uintptr_t>(source.data() + std::size_t{s} * opts.size), opts.size,
                     source.lkey()});
   }
-  const rdma::window_params window{*opts.iters, opts.tx_depth, opts.cq_mod, opts.wait_ms};
+  const rdma::window_params window{*opts.iters, opts.tx_depth, opts.cq_mod, opts.peer.wait_ms};
   const double seconds = rdma::post_window(qp, dev.cq.get(), window, [&](ibv_send_wr& wr, std::uint32_t n) {
     const std::uint32_t slot = n % opts.slots;
     wr.sg_list = &sges[slot];
@@ -81,7 +81,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
     ours.rkey = pong.rkey();
     ours.length = opts.size;
   }
-  const auto [server, peer] = rdma::connect_peer(opts.server, opts.port, ours, opts.wait_ms);
+  const auto [server, peer] = rdma::connect_peer(opts.peer.server, opts.peer.port, ours, opts.peer.wait_ms);
   std::printf("server %s: %s\n", server.peer().c_str(), rdma::wire::describe(peer).c_str());
   if (peer.length != std::uint64_t{opts.slots} * opts.size) {
     throw rdma::tutorial_error("the server's region is " + std::to_string(peer.length) + " bytes; --slots " +

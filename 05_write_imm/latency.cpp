@@ -66,14 +66,14 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
     if ((n + 1) % signal_every == 0) ++sends_due;
     bool answered = false;
     ibv_wc wc{};
-    rdma::wait_while_connected(server, "the server", "an answer", opts.wait_ms, [&] {
+    rdma::wait_while_connected(server, "the server", "an answer", opts.peer.wait_ms, [&] {
       while (!answered && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) answered = reap(wc);
       return answered;
     }, rdma::waiting::spins);
     samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / 2);
   }
   // The signaled sends still due, so the send queue is empty for END.
-  rdma::wait_while_connected(server, "the server", "the last pings' completions", opts.wait_ms, [&] {
+  rdma::wait_while_connected(server, "the server", "the last pings' completions", opts.peer.wait_ms, [&] {
     ibv_wc wc{};
     while (sends_due > 0 && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) reap(wc);
     return sends_due == 0;

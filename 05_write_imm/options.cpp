@@ -1,7 +1,5 @@
 // write_imm's command line: the device options every stage shares, the
 // peer's address and TCP port, the slots, and the modes.
-#include <arpa/inet.h>
-
 #include <charconv>
 #include <string>
 
@@ -35,20 +33,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
                              "Without -s: the server, exposing slots and taking Writes with Immediate. With -s ADDR: "
                              "the client, writing them.");
   parser.add_device_options(out.device);
-  parser.add('s', "server", "ADDR", "be the client of the server at ADDR (default: be the server)",
-             [&](std::string_view v) {
-               if (v.empty()) throw rdma::usage_error("--server needs an address");
-               out.server = v;
-             });
-  parser.add(0, "bind", "ADDR", "server: listen on this IPv4 address only (default: all)", [&](std::string_view v) {
-    in_addr ignored{};
-    if (::inet_pton(AF_INET, std::string(v).c_str(), &ignored) != 1) {
-      throw rdma::usage_error("--bind expects an IPv4 address, got '" + std::string(v) + "'");
-    }
-    out.bind = v;
-  });
-  parser.add('p', "port", "N", "TCP port of the handshake (default 18515)",
-             [&](std::string_view v) { out.port = static_cast<std::uint16_t>(number(v, "--port", 1, 65535)); });
+  parser.add_peer_options(out.peer);
   parser.add(0, "size", "BYTES", "bytes per slot and per write, the same on both sides (default 4096)",
              [&](std::string_view v) { out.size = number(v, "--size", 1, 1 << 24); });
   parser.add(0, "slots", "N", "slots in the server's region, the same on both sides (default 4)",
@@ -69,24 +54,9 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.retry_cnt = static_cast<std::uint8_t>(number(v, "--retry-cnt", 0, 7)); });
   parser.add(0, "send-imm", "VALUE", "client: one more Write with Immediate carrying this raw value, before END",
              [&](std::string_view v) { out.send_imm = parse_imm(v); });
-  parser.add(0, "wait-ms", "MS", "give up on a silent peer after MS: each handshake message, each completion "
-             "(default 5000)",
-             [&](std::string_view v) { out.wait_ms = static_cast<int>(number(v, "--wait-ms", 1, 3600000)); });
-  parser.add(0, "accept-ms", "MS", "server: give up when no client came, or finished, within MS (default 60000)",
-             [&](std::string_view v) { out.accept_ms = static_cast<int>(number(v, "--accept-ms", 1, 86400000)); });
   if (!parser.parse(argc, argv)) return false;
 
-  const bool client = !out.server.empty();
-  for (const char* only_client : {"iters", "latency", "tx-depth", "cq-mod", "send-imm"}) {
-    if (!client && parser.given(only_client)) {
-      throw rdma::usage_error(std::string("--") + only_client + " is for the client (with -s ADDR)");
-    }
-  }
-  for (const char* only_server : {"bind", "accept-ms"}) {
-    if (client && parser.given(only_server)) {
-      throw rdma::usage_error(std::string("--") + only_server + " is for the server (without -s)");
-    }
-  }
+  parser.check_roles(out.peer, {"iters", "latency", "tx-depth", "cq-mod", "send-imm"});
   if (out.latency && !out.iters) out.iters = 1000;  // ib_write_lat's default
   if (out.cq_mod > out.tx_depth) {
     if (parser.given("cq-mod")) throw rdma::usage_error("--cq-mod must not exceed --tx-depth");

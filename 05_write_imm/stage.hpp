@@ -32,9 +32,7 @@ namespace stage05 {
 // options.cpp
 struct options {
   rdma::device_options device;
-  std::string server;                  // -s: connect to this server; empty: be the server
-  std::string bind;                    // --bind: the server's listening address; empty: all
-  std::uint16_t port = 18515;          // -p: TCP port of the handshake
+  rdma::peer_options peer;             // -s, --bind, -p, --wait-ms, --accept-ms
   std::uint32_t size = 4096;           // bytes per slot, and per write
   std::uint32_t slots = 4;             // slots in the landing region
   std::optional<std::uint32_t> iters;  // client: throughput (or with --latency, ping-pong) mode
@@ -45,8 +43,6 @@ struct options {
   std::optional<std::uint8_t> rnr_retry;   // default: 3 for one pass, 7 for streams
   std::optional<std::uint8_t> retry_cnt;   // default: 3 (qp_params)
   std::optional<std::uint32_t> send_imm;   // client: one extra raw immediate, to try the server's checks
-  int wait_ms = 5000;                  // bound on every wait for the peer once connected
-  int accept_ms = 60000;               // server: wait for a client to come, and to finish
 };
 bool parse_options(int argc, const char* const* argv, options& out);
 

@@ -47,7 +47,7 @@ ibv_wc next_receive(const target& t, const char* waiting_for) {
   for (;;) {
     ibv_wc wc{};
     // In ping-pong every microsecond counts: spin. Otherwise back off.
-    rdma::wait_while_connected(t.client, "the client", waiting_for, t.opts.accept_ms,
+    rdma::wait_while_connected(t.client, "the client", waiting_for, t.opts.peer.accept_ms,
                                [&] { return rdma::check_poll(ibv_poll_cq(t.dev.cq.get(), 1, &wc)) == 1; },
                                t.peer.length != 0 ? rdma::waiting::spins : rdma::waiting::backs_off);
     rdma::check_wc(wc);

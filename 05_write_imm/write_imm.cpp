@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
 
     // Stages 01-04 (common/src/peer.cpp). The server's QP accepts writes;
     // so does the client's in ping-pong mode, where the server answers.
-    const bool server = opts.server.empty();
+    const bool server = opts.peer.server.empty();
     const unsigned qp_access = server || opts.latency ? IBV_ACCESS_REMOTE_WRITE : 0;
     // One CQ for both directions: Recv completions and the signaled sends.
     const int cq_entries = static_cast<int>(opts.rx_depth + opts.tx_depth) + 2;

@@ -7,9 +7,12 @@
 #   scripts/bench.sh --reps N   runs per row (default 3; the median counts)
 #
 # Rows: 04's throughput mode beside ib_write_bw, message rate at 64 B and
-# 4 KiB (depth 128, one completion in 100). Soft-RoCE in an emulated guest
-# says nothing about real hardware: only the ratios mean something, and no
-# test ever passes or fails on them.
+# 4 KiB (depth 128, one completion in 100): ratio ours/theirs, higher is
+# better. 05's latency mode beside ib_write_lat, median one-way latency
+# (t_typical) at 8 B and 4 KiB, 1000 round trips: ratio ours/theirs, lower
+# is better. Soft-RoCE in an emulated guest says nothing about real
+# hardware: only the ratios mean something, and no test ever passes or
+# fails on them.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
@@ -79,19 +82,34 @@ perftest_bw() {  # perftest_bw SIZE ITERS -> Mpps (the last column of its result
     "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $2 -t 128 -Q 100 $server_addr" |
     awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
 }
+ours_lat() {  # ours_lat SIZE ITERS -> t_typical (us)
+  pair_run "$build/subprojects/05_write_imm/write_imm --size $1" \
+    "$build/subprojects/05_write_imm/write_imm -s $server_addr --size $1 --latency --iters $2" |
+    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+}
+perftest_lat() {  # perftest_lat SIZE ITERS -> t_typical (us)
+  pair_run "ib_write_lat -d $dev -x $gid_index -F -s $1 -n $2" \
+    "ib_write_lat -d $dev -x $gid_index -F -s $1 -n $2 $server_addr" |
+    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
 echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per figure"
-printf '%-34s %8s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"
+printf '%-40s %6s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"
 status=0
-for row in "64 20000" "4096 5000"; do
-  read -r size iters <<<"$row"
-  ours=$(for _ in $(seq "$reps"); do ours_bw "$size" "$iters"; perftest_bw "$size" "$iters" >&3; done 3>/tmp/bench.$$ | median)
-  theirs=$(median </tmp/bench.$$); rm -f /tmp/bench.$$
+row() {  # row LABEL SIZE ITERS OURS_FN THEIRS_FN
+  local label=$1 size=$2 iters=$3 ours theirs scratch
+  scratch=$(mktemp)
+  ours=$(for _ in $(seq "$reps"); do "$4" "$size" "$iters"; "$5" "$size" "$iters" >>"$scratch"; done | median)
+  theirs=$(median <"$scratch"); rm -f "$scratch"
   if [[ -z "$ours" || -z "$theirs" ]]; then
-    echo "bench: no figure for the $size-byte row (ours '$ours', perftest '$theirs')" >&2; status=1; continue
+    echo "bench: no figure for '$label' at $size bytes (ours '$ours', perftest '$theirs')" >&2; status=1; return
   fi
-  printf '%-34s %8s %12s %12s %7s\n' "04 rdma_write vs ib_write_bw, Mpps" "$size" "$ours" "$theirs" \
+  printf '%-40s %6s %12s %12s %7s\n' "$label" "$size" "$ours" "$theirs" \
     "$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')"
-done
+}
+row "04 rdma_write / ib_write_bw, Mpps" 64 20000 ours_bw perftest_bw
+row "04 rdma_write / ib_write_bw, Mpps" 4096 5000 ours_bw perftest_bw
+row "05 write_imm / ib_write_lat, median us" 8 1000 ours_lat perftest_lat
+row "05 write_imm / ib_write_lat, median us" 4096 1000 ours_lat perftest_lat
 exit "$status"

@@ -50,7 +50,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
   const rdma::qp_ptr qp = create_qp(dev, opts.tx_depth);
 
   const rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
-  const auto [server, peer] = rdma::connect_peer(opts.server, opts.port, ours, opts.wait_ms);
+  const auto [server, peer] = rdma::connect_peer(opts.peer.server, opts.peer.port, ours, opts.peer.wait_ms);
   std::printf("server %s: %s\n", server.peer().c_str(), rdma::wire::describe(peer).c_str());
   // The region is the payload's capacity plus the flag word; check before
   // writing, or the write fails remotely (IBV_WC_REM_ACCESS_ERR).
@@ -77,7 +77,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
     wr.wr.rdma.rkey = peer.rkey;
     std::printf("RDMA Write: %u bytes to 0x%llx, rkey 0x%x\n", opts.size,
                 static_cast<unsigned long long>(peer.addr), peer.rkey);
-    post_and_wait(dev, qp.get(), wr, opts.wait_ms, "the RDMA Write");
+    post_and_wait(dev, qp.get(), wr, opts.peer.wait_ms, "the RDMA Write");
   } else {
     writes = *opts.iters;
     write_stream(qp.get(), dev.cq.get(), sge, peer, opts);
@@ -107,7 +107,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
     wr.wr.rdma.rkey = peer.rkey;
     std::printf("notice by RDMA Write to the flag word: %u bytes, %u write(s)\n", opts.size, writes);
   }
-  post_and_wait(dev, qp.get(), wr, opts.wait_ms, "the notice");
+  post_and_wait(dev, qp.get(), wr, opts.peer.wait_ms, "the notice");
   std::printf("wrote \"%.*s\", fnv1a 0x%08x\n", static_cast<int>(std::min<std::size_t>(opts.size, payload_text.size())),
               payload.data(), fnv1a(payload));
   // Leaving closes the connection: the server's sign that we are done.

@@ -88,10 +88,10 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   std::printf("landing region: %zu bytes at %p, rkey 0x%x (%u for the payload, 8 for the flag word)\n",
               landing.size(), static_cast<void*>(landing.data()), landing.rkey(), capacity);
 
-  const rdma::tcp::socket listener = rdma::tcp::listen_on(opts.bind, opts.port);
+  const rdma::tcp::socket listener = rdma::tcp::listen_on(opts.peer.bind, opts.peer.port);
   std::printf("waiting for a client on %s\n", listener.peer().c_str());
   std::fflush(stdout);
-  const auto [client, peer] = rdma::accept_peer(listener, opts.accept_ms, opts.wait_ms);
+  const auto [client, peer] = rdma::accept_peer(listener, opts.peer.accept_ms, opts.peer.wait_ms);
   std::printf("client %s: %s\n", client.peer().c_str(), rdma::wire::describe(peer).c_str());
   if (peer.length != 0) {
     throw rdma::tutorial_error("the client offers memory to write; in this stage only the server does",
@@ -114,13 +114,13 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   ours.addr = reinterpret_cast<std::uintptr_t>(landing.data());
   ours.rkey = landing.rkey();
   ours.length = static_cast<std::uint32_t>(landing.size());
-  rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.wait_ms));
+  rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.peer.wait_ms));
   std::printf("sent our endpoint: the client may write now\n");
 
   // The client may write for a long time (throughput mode) before its
   // notice; the bound is --accept-ms, and a client that leaves ends it early.
-  const notice n = opts.notify == notify_by::send ? wait_for_send(dev, client, notice_buf, opts.accept_ms)
-                                                   : wait_for_flag(dev, client, landing.data() + capacity, opts.accept_ms);
+  const notice n = opts.notify == notify_by::send ? wait_for_send(dev, client, notice_buf, opts.peer.accept_ms)
+                                                   : wait_for_flag(dev, client, landing.data() + capacity, opts.peer.accept_ms);
   // The notice comes from the peer: check it before reading what it points at.
   if (n.bytes == 0 || n.bytes > capacity || n.writes == 0) {
     throw rdma::tutorial_error("the notice says " + std::to_string(n.bytes) + " bytes, " + std::to_string(n.writes) +
@@ -132,7 +132,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
 
   // The client may write until it is done with its QP; it says so by
   // closing the connection. Only then is the region ours again.
-  rdma::tcp::wait_for_close(client, rdma::tcp::after_ms(opts.wait_ms));
+  rdma::tcp::wait_for_close(client, rdma::tcp::after_ms(opts.peer.wait_ms));
   std::printf("the client closed the connection; releasing the region\n");
   return 0;
 }

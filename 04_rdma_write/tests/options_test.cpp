@@ -31,8 +31,8 @@ std::string usage_error_of(std::vector<const char*> args) {
 
 TEST_CASE("with no -s it should be the server, with perftest's port and depth") {
   const auto o = parse({});
-  CHECK(o.server.empty());
-  CHECK(o.port == 18515);
+  CHECK(o.peer.server.empty());
+  CHECK(o.peer.port == 18515);
   CHECK(o.size == 4096);
   CHECK(o.tx_depth == 128);
   CHECK(o.cq_mod == 100);
@@ -42,8 +42,8 @@ TEST_CASE("with no -s it should be the server, with perftest's port and depth") 
 
 TEST_CASE("-s, -p and the throughput knobs should make a client") {
   const auto o = parse({"-s", "192.0.2.1", "-p", "20000", "--iters", "500", "--tx-depth", "16", "--notify=flag"});
-  CHECK(o.server == "192.0.2.1");
-  CHECK(o.port == 20000);
+  CHECK(o.peer.server == "192.0.2.1");
+  CHECK(o.peer.port == 20000);
   CHECK(*o.iters == 500);
   CHECK(o.tx_depth == 16);
   CHECK(o.cq_mod == 16);  // lowered to the depth, as perftest does

@@ -17,30 +17,18 @@
 
 using namespace std::chrono_literals;
 using rdma::testing::both;
+using rdma::testing::client_command;
 using rdma::testing::describe;
 using rdma::testing::first_match;
 using rdma::testing::has_line;
+using rdma::testing::peer_program;
+using rdma::testing::peer_wait_ms;
 using rdma::testing::run;
 using rdma::testing::run_pair;
+using rdma::testing::server_command;
 
 namespace {
 
-std::string program() { return rdma::testing::program_from_env("PROGRAM"); }
-
-// --wait-ms for both peers, stretched like every timeout under memcheck.
-std::string wait_ms(std::chrono::milliseconds ms) { return std::to_string(rdma::testing::scaled(ms).count()); }
-
-std::vector<std::string> server(std::vector<std::string> args = {}) {
-  std::vector<std::string> argv{program(), "--wait-ms", wait_ms(5s), "--accept-ms", wait_ms(30s)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
-
-std::vector<std::string> client(std::vector<std::string> args = {}, const std::string& address = "127.0.0.1") {
-  std::vector<std::string> argv{program(), "-s", address, "--wait-ms", wait_ms(5s)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
 
 // Every successful exchange: the handshake crossed (common/testing/
 // pair_checks.hpp), and the bytes the server read are the bytes the client
@@ -54,16 +42,23 @@ void check_exchange(const rdma::testing::pair_result& r) {
 }
 
 // A test socket that connects to the server as a client would, retrying
-// while the server starts.
-rdma::tcp::socket hostile_client() {
-  return rdma::tcp::connect_to("127.0.0.1", 18515,
-                               rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
+// while the server starts. If it never gets in, the server's own output
+// says why (it is ended and collected for the message).
+rdma::tcp::socket hostile_client(rdma::testing::process& server) {
+  try {
+    return rdma::tcp::connect_to("127.0.0.1", 18515,
+                                 rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
+  } catch (const std::exception& e) {
+    const auto r = server.wait(1s);
+    FAIL("the test's client could not connect: " << e.what() << "\nthe server: " << describe(r));
+    throw;
+  }
 }
 
 }  // namespace
 
 TEST_CASE("one RDMA Write should land in the server's region, with a completion only at the client") {
-  const auto r = run_pair(server(), client(), 60s);
+  const auto r = run_pair(server_command(), client_command(), 60s);
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
@@ -85,7 +80,7 @@ TEST_CASE("one RDMA Write should land in the server's region, with a completion 
 }
 
 TEST_CASE("with --notify flag the server should see the flag word change while its CQ stays empty") {
-  const auto r = run_pair(server({"--notify", "flag"}), client({"--notify", "flag", "--size", "1000"}), 60s);
+  const auto r = run_pair(server_command({"--notify", "flag"}), client_command({"--notify", "flag", "--size", "1000"}), 60s);
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
@@ -98,7 +93,7 @@ TEST_CASE("with --notify flag the server should see the flag word change while i
 }
 
 TEST_CASE("throughput mode should print a perftest-style line, and the notice should count every write") {
-  const auto r = run_pair(server(), client({"--iters", "3000", "--size", "64", "--tx-depth", "32", "--cq-mod", "8"}), 120s);
+  const auto r = run_pair(server_command(), client_command({"--iters", "3000", "--size", "64", "--tx-depth", "32", "--cq-mod", "8"}), 120s);
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
@@ -110,7 +105,7 @@ TEST_CASE("throughput mode should print a perftest-style line, and the notice sh
 
 TEST_CASE("a write larger than the server's region should be refused by the client, and the server should not wait it out") {
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run_pair(server({"--size", "100"}), client({"--size", "200"}), 60s);
+  const auto r = run_pair(server_command({"--size", "100"}), client_command({"--size", "200"}), 60s);
   INFO(both(r));
   CHECK(r.client.exit_code == 1);
   CHECK(has_line(r.client.err, R"(^rdma_write: --size 200 does not fit the server's region \(108 bytes, 8 of them the flag word\)$)"));
@@ -123,8 +118,8 @@ TEST_CASE("a write larger than the server's region should be refused by the clie
 }
 
 TEST_CASE("a silent client should be rejected within --wait-ms, naming how much of the handshake came") {
-  auto s = rdma::testing::start({program(), "--wait-ms", wait_ms(2s)});
-  const rdma::tcp::socket sock = hostile_client();
+  auto s = rdma::testing::start({peer_program(), "--wait-ms", peer_wait_ms(2s)});
+  const rdma::tcp::socket sock = hostile_client(*s);
   const auto r = s->wait(rdma::testing::scaled(30s));
   INFO(describe(r));
   CHECK(r.exit_code == 1);
@@ -160,9 +155,9 @@ TEST_CASE("garbage, a truncated handshake and another version should each be ref
   for (const auto& c : cases) {
     CAPTURE(c.name);
     const auto started = std::chrono::steady_clock::now();
-    auto s = rdma::testing::start(server());
+    auto s = rdma::testing::start(server_command());
     {
-      const rdma::tcp::socket sock = hostile_client();
+      const rdma::tcp::socket sock = hostile_client(*s);
       rdma::tcp::send_all(sock, c.bytes, rdma::tcp::after_ms(2000), c.name);
     }  // closed here: a truncated message then ends in EOF
     const auto r = s->wait(rdma::testing::scaled(30s));
@@ -175,7 +170,7 @@ TEST_CASE("garbage, a truncated handshake and another version should each be ref
 }
 
 TEST_CASE("a client with no server should give up within --wait-ms and say where it looked") {
-  const auto r = run({program(), "-s", "127.0.0.1", "-p", "1", "--wait-ms", "1000"}, 30s);
+  const auto r = run({peer_program(), "-s", "127.0.0.1", "-p", "1", "--wait-ms", "1000"}, 30s);
   INFO(describe(r));
   CHECK(r.exit_code == 1);
   CHECK(has_line(r.err, R"(^rdma_write: no server answered at 127\.0\.0\.1:1 within \d\.\d s \(ECONNREFUSED: nobody listens there\)$)"));
@@ -183,14 +178,14 @@ TEST_CASE("a client with no server should give up within --wait-ms and say where
 }
 
 TEST_CASE("a bad command line should be a usage error, exit 2") {
-  const auto r = run({program(), "-s", "127.0.0.1", "--bind", "192.0.2.1"}, 30s);
+  const auto r = run({peer_program(), "-s", "127.0.0.1", "--bind", "192.0.2.1"}, 30s);
   INFO(describe(r));
   CHECK(r.exit_code == 2);
   CHECK(has_line(r.err, "^rdma_write: --bind is for the server \\(without -s\\)$"));
 }
 
 TEST_CASE("across two hosts: the handshake should carry two different GIDs and the write should land") {
-  const auto r = run_pair(server(), client({"--iters", "200"}, "192.0.2.2"), 120s, rdma::testing::on_peer_prefix());
+  const auto r = run_pair(server_command(), client_command({"--iters", "200"}, "192.0.2.2"), 120s, rdma::testing::on_peer_prefix());
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);

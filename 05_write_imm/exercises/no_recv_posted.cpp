@@ -32,10 +32,10 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   std::printf("landing region: %zu bytes at %p, rkey 0x%x: %u slots of %u bytes\n", landing.size(),
               static_cast<void*>(landing.data()), landing.rkey(), opts.slots, opts.size);
 
-  const rdma::tcp::socket listener = rdma::tcp::listen_on(opts.bind, opts.port);
+  const rdma::tcp::socket listener = rdma::tcp::listen_on(opts.peer.bind, opts.peer.port);
   std::printf("waiting for a client on %s\n", listener.peer().c_str());
   std::fflush(stdout);
-  const auto [client, peer] = rdma::accept_peer(listener, opts.accept_ms, opts.wait_ms);
+  const auto [client, peer] = rdma::accept_peer(listener, opts.peer.accept_ms, opts.peer.wait_ms);
   std::printf("client %s: %s\n", client.peer().c_str(), rdma::wire::describe(peer).c_str());
   // A client with a region wants ping-pong: it must hold what we answer.
   if (peer.length != 0 && peer.length < opts.size) {
@@ -56,12 +56,12 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   ours.addr = reinterpret_cast<std::uintptr_t>(landing.data());
   ours.rkey = landing.rkey();
   ours.length = static_cast<std::uint32_t>(landing.size());
-  rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.wait_ms));
+  rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.peer.wait_ms));
 
   const std::uint32_t data = serve({dev, qp.get(), client, landing, recv_buf, peer, opts});
   std::printf("received %u DATA write(s) and END\n", data);
   // The client may write until it closes the connection.
-  rdma::tcp::wait_for_close(client, rdma::tcp::after_ms(opts.wait_ms));
+  rdma::tcp::wait_for_close(client, rdma::tcp::after_ms(opts.peer.wait_ms));
   std::printf("the client closed the connection; releasing the region\n");
   return 0;
 }

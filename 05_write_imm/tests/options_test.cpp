@@ -32,7 +32,7 @@ std::string usage_error_of(std::vector<const char*> args) {
 
 TEST_CASE("defaults should be a server with 4 slots of 4096 bytes and 512 Recvs") {
   const auto o = parse({});
-  CHECK(o.server.empty());
+  CHECK(o.peer.server.empty());
   CHECK(o.slots == 4);
   CHECK(o.size == 4096);
   CHECK(o.rx_depth == 512);

@@ -14,27 +14,15 @@
 
 using namespace std::chrono_literals;
 using rdma::testing::both;
+using rdma::testing::client_command;
 using rdma::testing::describe;
 using rdma::testing::first_match;
 using rdma::testing::has_line;
 using rdma::testing::run_pair;
+using rdma::testing::server_command;
 
 namespace {
 
-std::string program() { return rdma::testing::program_from_env("PROGRAM"); }
-std::string wait_ms(std::chrono::milliseconds ms) { return std::to_string(rdma::testing::scaled(ms).count()); }
-
-std::vector<std::string> server(std::vector<std::string> args = {}) {
-  std::vector<std::string> argv{program(), "--wait-ms", wait_ms(5s), "--accept-ms", wait_ms(30s)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
-
-std::vector<std::string> client(std::vector<std::string> args = {}, const std::string& address = "127.0.0.1") {
-  std::vector<std::string> argv{program(), "-s", address, "--wait-ms", wait_ms(5s)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
 
 // The default run: both self-test values, one DATA write per slot (each
 // slot's checksum the same on both sides), END with the right count.
@@ -59,7 +47,7 @@ void check_one_pass(const rdma::testing::pair_result& r, int slots) {
 }  // namespace
 
 TEST_CASE("each slot should arrive with its immediate, and the self-test values exactly as sent") {
-  const auto r = run_pair(server(), client(), 60s);
+  const auto r = run_pair(server_command(), client_command(), 60s);
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
@@ -75,7 +63,7 @@ TEST_CASE("each slot should arrive with its immediate, and the self-test values 
 }
 
 TEST_CASE("other slot counts and sizes should work when both sides agree") {
-  const auto r = run_pair(server({"--slots", "7", "--size", "100"}), client({"--slots", "7", "--size", "100"}), 60s);
+  const auto r = run_pair(server_command({"--slots", "7", "--size", "100"}), client_command({"--slots", "7", "--size", "100"}), 60s);
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
@@ -85,8 +73,8 @@ TEST_CASE("other slot counts and sizes should work when both sides agree") {
 
 TEST_CASE("throughput mode should count every write at the target, reposting Recvs as they are consumed") {
   // 3000 writes against 16 Recvs: without reposting the 17th would find none.
-  const auto r = run_pair(server({"--size", "64", "--rx-depth", "16"}),
-                          client({"--size", "64", "--iters", "3000", "--tx-depth", "16", "--cq-mod", "8"}), 120s);
+  const auto r = run_pair(server_command({"--size", "64", "--rx-depth", "16"}),
+                          client_command({"--size", "64", "--iters", "3000", "--tx-depth", "16", "--cq-mod", "8"}), 120s);
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
@@ -98,7 +86,7 @@ TEST_CASE("throughput mode should count every write at the target, reposting Rec
 }
 
 TEST_CASE("latency mode should answer every ping and print perftest's percentiles") {
-  const auto r = run_pair(server({"--size", "8"}), client({"--size", "8", "--latency", "--iters", "300"}), 120s);
+  const auto r = run_pair(server_command({"--size", "8"}), client_command({"--size", "8", "--latency", "--iters", "300"}), 120s);
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);
@@ -110,7 +98,7 @@ TEST_CASE("latency mode should answer every ping and print perftest's percentile
 }
 
 TEST_CASE("a DATA index outside the slots should be refused before the server touches memory") {
-  const auto r = run_pair(server(), client({"--send-imm", "0x01000009"}), 60s);
+  const auto r = run_pair(server_command(), client_command({"--send-imm", "0x01000009"}), 60s);
   INFO(both(r));
   CHECK(r.server.exit_code == 1);
   CHECK(has_line(r.server.err, R"(^write_imm: imm 0x01000009: DATA index 9 is outside 0\.\.3$)"));
@@ -119,18 +107,20 @@ TEST_CASE("a DATA index outside the slots should be refused before the server to
 }
 
 TEST_CASE("an unknown type and a wrong END count should each be refused, naming the value") {
-  const auto unknown = run_pair(server(), client({"--send-imm", "0x7f000001"}), 60s);
-  INFO(both(unknown));
-  CHECK(unknown.server.exit_code == 1);
-  CHECK(has_line(unknown.server.err, R"(^write_imm: imm 0x7f000001: type 0x7f is none of DATA, END$)"));
-  const auto count = run_pair(server(), client({"--send-imm", "0x02000001"}), 60s);
-  INFO(both(count));
-  CHECK(count.server.exit_code == 1);
-  CHECK(has_line(count.server.err, R"(^write_imm: imm 0x02000001: END counts 1 DATA writes, 4 arrived$)"));
+  const std::pair<const char*, const char*> cases[] = {
+      {"0x7f000001", R"(^write_imm: imm 0x7f000001: type 0x7f is none of DATA, END$)"},
+      {"0x02000001", R"(^write_imm: imm 0x02000001: END counts 1 DATA writes, 4 arrived$)"},
+  };
+  for (const auto& [value, refusal] : cases) {
+    const auto r = run_pair(server_command(), client_command({"--send-imm", value}), 60s);
+    INFO(both(r));
+    CHECK(r.server.exit_code == 1);
+    CHECK(has_line(r.server.err, refusal));
+  }
 }
 
 TEST_CASE("a client whose --slots or --size differ from the server's should stop before writing") {
-  const auto r = run_pair(server({"--slots", "2"}), client(), 60s);
+  const auto r = run_pair(server_command({"--slots", "2"}), client_command(), 60s);
   INFO(both(r));
   CHECK(r.client.exit_code == 1);
   CHECK(has_line(r.client.err, R"(^write_imm: the server's region is 8192 bytes; --slots 4 of --size 4096 make 16384$)"));
@@ -140,7 +130,7 @@ TEST_CASE("a client whose --slots or --size differ from the server's should stop
 }
 
 TEST_CASE("across two hosts: the self-test, every slot and END should cross the wire") {
-  const auto r = run_pair(server(), client({}, "192.0.2.2"), 120s, rdma::testing::on_peer_prefix());
+  const auto r = run_pair(server_command(), client_command({}, "192.0.2.2"), 120s, rdma::testing::on_peer_prefix());
   INFO(both(r));
   REQUIRE(r.client.exit_code == 0);
   REQUIRE(r.server.exit_code == 0);

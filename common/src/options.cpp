@@ -1,5 +1,7 @@
 #include "rdma_tutorial/options.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <charconv>
 #include <iostream>
@@ -34,6 +36,37 @@ void option_parser::add_device_options(device_options& out) {
   });
   add('g', "gid-index", "N", "GID table index (default: the port's RoCE v2 IPv4 entry)",
       [&out](std::string_view v) { out.gid_index = static_cast<int>(parse_integer(v, "--gid-index", 0, 65535)); });
+}
+
+void option_parser::add_peer_options(peer_options& out) {
+  add('s', "server", "ADDR", "be the client of the server at ADDR (default: be the server)", [&out](std::string_view v) {
+    if (v.empty()) throw usage_error("--server needs an address");
+    out.server = std::string(v);
+  });
+  add(0, "bind", "ADDR", "server: listen on this IPv4 address only (default: all)", [&out](std::string_view v) {
+    in_addr ignored{};
+    if (::inet_pton(AF_INET, std::string(v).c_str(), &ignored) != 1) {
+      throw usage_error("--bind expects an IPv4 address, got '" + std::string(v) + "'");
+    }
+    out.bind = std::string(v);
+  });
+  add('p', "port", "N", "TCP port of the handshake (default 18515)",
+      [&out](std::string_view v) { out.port = static_cast<std::uint16_t>(parse_integer(v, "--port", 1, 65535)); });
+  add(0, "wait-ms", "MS", "give up on a silent peer after MS: each handshake message, each completion (default 5000)",
+      [&out](std::string_view v) { out.wait_ms = static_cast<int>(parse_integer(v, "--wait-ms", 1, 3600000)); });
+  add(0, "accept-ms", "MS", "server: give up when no client came, or finished, within MS (default 60000)",
+      [&out](std::string_view v) { out.accept_ms = static_cast<int>(parse_integer(v, "--accept-ms", 1, 86400000)); });
+}
+
+void option_parser::check_roles(const peer_options& peer, std::initializer_list<const char*> client_only) const {
+  for (const char* name : client_only) {
+    if (!peer.is_client() && given(name)) {
+      throw usage_error(std::string("--") + name + " is for the client (with -s ADDR)");
+    }
+  }
+  for (const char* name : {"bind", "accept-ms"}) {
+    if (peer.is_client() && given(name)) throw usage_error(std::string("--") + name + " is for the server (without -s)");
+  }
 }
 
 void option_parser::add(char short_name, std::string long_name, std::string value_name, std::string help,

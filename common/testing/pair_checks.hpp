@@ -4,13 +4,38 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "output.hpp"
 #include "process.hpp"
 
 namespace rdma::testing {
+
+// The stage's program, from $PROGRAM (set by common/stage_rules.build).
+inline std::string peer_program() { return program_from_env("PROGRAM"); }
+
+// --wait-ms for a peer, stretched like every timeout under memcheck.
+inline std::string peer_wait_ms(std::chrono::milliseconds ms) { return std::to_string(scaled(ms).count()); }
+
+// The server's and the client's command lines: the program with bounded
+// waits (5 s a message, 30 s for the server's client), then `args`.
+inline std::vector<std::string> server_command(const std::vector<std::string>& args = {}) {
+  using namespace std::chrono_literals;
+  std::vector<std::string> argv{peer_program(), "--wait-ms", peer_wait_ms(5s), "--accept-ms", peer_wait_ms(30s)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+inline std::vector<std::string> client_command(const std::vector<std::string>& args = {},
+                                               const std::string& address = "127.0.0.1") {
+  using namespace std::chrono_literals;
+  std::vector<std::string> argv{peer_program(), "-s", address, "--wait-ms", peer_wait_ms(5s)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
 
 // The first capture group of `pattern` in `text`; fails the test if absent.
 inline std::string first_match(const std::string& text, const std::string& pattern) {

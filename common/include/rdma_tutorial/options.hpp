@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,21 @@ struct device_options {
   std::string device;             // empty: the first device in the list
   std::uint8_t port = 1;
   std::optional<int> gid_index;   // empty: pick_default_gid() decides
+};
+
+// The two-peer stages' (04 on) options, spelled as perftest spells them:
+//   -s, --server ADDR   be the client of the server at ADDR (without: the server)
+//       --bind ADDR     server: listen on this IPv4 address only
+//   -p, --port N        the handshake's TCP port (default 18515)
+//       --wait-ms MS    bound on each wait for the peer once connected
+//       --accept-ms MS  server: bound on the wait for a client to come and finish
+struct peer_options {
+  std::string server;         // empty: we are the server
+  std::string bind;           // empty: every address
+  std::uint16_t port = 18515;
+  int wait_ms = 5000;
+  int accept_ms = 60000;
+  bool is_client() const { return !server.empty(); }
 };
 
 // Bad command line; main prints it with the usage and exits 2.
@@ -48,6 +64,14 @@ class option_parser {
 
   // -d, -i and -g, writing into `out`.
   void add_device_options(device_options& out);
+
+  // -s, --bind, -p, --wait-ms, --accept-ms, writing into `out`.
+  void add_peer_options(peer_options& out);
+
+  // After parse(): an option of one role given to the other is a usage
+  // error. `client_only` lists the program's own client-only options;
+  // --bind and --accept-ms are the server's.
+  void check_roles(const peer_options& peer, std::initializer_list<const char*> client_only) const;
 
   // An option taking a value (value_name non-empty) or a flag (value_name
   // empty; on_value then receives ""). short_name 0 means long form only.

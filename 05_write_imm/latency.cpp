@@ -60,8 +60,11 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
     post_receives(qp, recv_buf, 1);
     return true;
   };
+  // One clock read per round trip: each sample is the time from one ping's
+  // post to the next's (reading the clock can be a system call, see
+  // common/src/peer.cpp, and would otherwise count twice).
+  auto start = std::chrono::steady_clock::now();
   for (std::uint32_t n = 0; n < *opts.iters; ++n) {
-    const auto start = std::chrono::steady_clock::now();
     post_ping(qp, source.data(), opts.size, source.lkey(), peer, n);
     if ((n + 1) % signal_every == 0) ++sends_due;
     bool answered = false;
@@ -70,7 +73,9 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
       while (!answered && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) answered = reap(wc);
       return answered;
     }, rdma::waiting::spins);
-    samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / 2);
+    const auto now = std::chrono::steady_clock::now();
+    samples.push_back(std::chrono::duration<double, std::micro>(now - start).count() / 2);
+    start = now;
   }
   // The signaled sends still due, so the send queue is empty for END.
   rdma::wait_while_connected(server, "the server", "the last pings' completions", opts.peer.wait_ms, [&] {

@@ -69,8 +69,8 @@ peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms);
 //   "<who> closed the connection while we waited for <what>"
 // is thrown; a deadline passing throws "nothing within N ms while we
 // waited for <what>".
-// With `spin` the loop never sleeps (it still looks at the connection,
-// without waiting, every 1024 looks): a latency measurement cannot afford
+// With `spins` the loop never sleeps (it still looks at the connection,
+// without waiting, every 4096 looks): a latency measurement cannot afford
 // a millisecond's nap, and pays with a busy CPU.
 enum class waiting { backs_off, spins };
 void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,

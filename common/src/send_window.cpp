@@ -32,7 +32,9 @@ double post_window(ibv_qp* qp, ibv_cq* cq, const window_params& params, const wr
     }
     if (batch > 0) {
       ibv_send_wr* bad = nullptr;
-      check_rc(ibv_post_send(qp, wrs.data(), &bad), "ibv_post_send(WR " + std::to_string(posted) + ")");
+      if (const int rc = ibv_post_send(qp, wrs.data(), &bad); rc != 0) {  // no string built on the hot path
+        throw verbs_error(rc, "ibv_post_send(WR " + std::to_string(posted) + ")");
+      }
       posted += batch;
     }
     // A full window always holds a signaled WR (signal_every <= depth), so

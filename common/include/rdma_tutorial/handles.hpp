@@ -59,5 +59,11 @@ using pd_ptr = std::unique_ptr<ibv_pd, detail::deleter<ibv_pd, ibv_dealloc_pd, "
 using mr_ptr = std::unique_ptr<ibv_mr, detail::deleter<ibv_mr, ibv_dereg_mr, "ibv_dereg_mr">>;
 using cq_ptr = std::unique_ptr<ibv_cq, detail::deleter<ibv_cq, ibv_destroy_cq, "ibv_destroy_cq">>;
 using qp_ptr = std::unique_ptr<ibv_qp, detail::deleter<ibv_qp, ibv_destroy_qp, "ibv_destroy_qp">>;
+// Stage 06: one receive queue shared by many QPs (destroy it after them).
+using srq_ptr = std::unique_ptr<ibv_srq, detail::deleter<ibv_srq, ibv_destroy_srq, "ibv_destroy_srq">>;
+// Stage 08: where a CQ's "a completion arrived" events are read (destroy it
+// after every CQ bound to it, and after acking every event it delivered).
+using comp_channel_ptr =
+    std::unique_ptr<ibv_comp_channel, detail::deleter<ibv_comp_channel, ibv_destroy_comp_channel, "ibv_destroy_comp_channel">>;
 
 }  // namespace rdma

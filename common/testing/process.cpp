@@ -76,8 +76,30 @@ process::~process() {
   close_fd(err_fd_);
 }
 
+bool process::wait_for_output(const std::string& text, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buffer[4096];
+  while (out_fd_ >= 0 && out_so_far_.find(text) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd fd{out_fd_, POLLIN, 0};
+    const int ready = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
+    if (ready < 0 && errno != EINTR) throw_errno("poll");
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(out_fd_, buffer, sizeof buffer);
+    if (n > 0) {
+      out_so_far_.append(buffer, static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      close_fd(out_fd_);
+    }
+  }
+  return out_so_far_.find(text) != std::string::npos;
+}
+
 run_result process::wait(std::chrono::milliseconds timeout) {
   run_result result;
+  result.out = std::move(out_so_far_);
+  out_so_far_.clear();
   if (pid_ <= 0) throw std::logic_error("process::wait called twice");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   char buffer[4096];
@@ -166,6 +188,41 @@ run_result pair_result::combined() const {
   r.timed_out = client.timed_out || server.timed_out;
   r.out = client.out + server.out;
   r.err = client.err + server.err;
+  return r;
+}
+
+group_result run_group(const std::vector<std::string>& server, const std::vector<std::vector<std::string>>& clients,
+                       std::chrono::milliseconds timeout, const std::vector<std::string>& server_prefix) {
+  std::vector<std::string> server_command = server_prefix;
+  for (const auto& word : server_prefix.empty() ? wrapped(server) : server) server_command.push_back(word);
+  process server_process(server_command);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
+  std::vector<std::unique_ptr<process>> started;
+  for (const auto& client : clients) started.push_back(start(client));
+  const auto left = [&] {
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+                    std::chrono::milliseconds(1000));
+  };
+  group_result r;
+  for (auto& p : started) r.clients.push_back(p->wait(left()));
+  r.server = server_process.wait(left());
+  return r;
+}
+
+run_result group_result::combined() const {
+  run_result r;
+  r.exit_code = server.exit_code;
+  for (auto it = clients.rbegin(); it != clients.rend(); ++it) {
+    if (it->exit_code != 0) r.exit_code = it->exit_code;
+  }
+  for (const auto& c : clients) {
+    r.timed_out = r.timed_out || c.timed_out;
+    r.out += c.out;
+    r.err += c.err;
+  }
+  r.timed_out = r.timed_out || server.timed_out;
+  r.out += server.out;
+  r.err += server.err;
   return r;
 }
 

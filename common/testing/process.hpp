@@ -33,7 +33,14 @@ class process {
   process& operator=(const process&) = delete;
 
   // Waits until the program exits or `timeout` passes (then kills it).
+  // The result holds everything it printed, including what
+  // wait_for_output already read.
   run_result wait(std::chrono::milliseconds timeout);
+
+  // Reads the program's stdout until it contains `text`; false when the
+  // program closed it or `timeout` passed first. For a test that must act
+  // at a moment in the program's run ("it is streaming now: kill it").
+  bool wait_for_output(const std::string& text, std::chrono::milliseconds timeout);
 
   pid_t pid() const noexcept { return pid_; }
 
@@ -41,6 +48,7 @@ class process {
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
+  std::string out_so_far_;
 };
 
 // Start, wait, collect. Two environment variables, set by the suites that
@@ -62,6 +70,19 @@ struct pair_result {
 };
 pair_result run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client,
                      std::chrono::milliseconds timeout, const std::vector<std::string>& server_prefix = {});
+
+// A server and several clients (stage 06 on): the server started first,
+// then every client at once; all bounded by `timeout`, wrapped and scaled
+// as run() does; `server_prefix` as for run_pair.
+struct group_result {
+  run_result server;
+  std::vector<run_result> clients;
+  // Every client's output in order, then the server's; the first non-zero
+  // exit code among the clients, else the server's.
+  run_result combined() const;
+};
+group_result run_group(const std::vector<std::string>& server, const std::vector<std::vector<std::string>>& clients,
+                       std::chrono::milliseconds timeout, const std::vector<std::string>& server_prefix = {});
 
 // A process started as run() starts it (wrapped), to be waited for later.
 std::unique_ptr<process> start(const std::vector<std::string>& argv);

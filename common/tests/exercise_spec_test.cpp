@@ -41,6 +41,14 @@ TEST_CASE("a SERVER line, even an empty one, should make the exercise a two-peer
   CHECK(bare.server_args.empty());
 }
 
+TEST_CASE("a CLIENTS line should start that many clients, and only beside a SERVER line") {
+  CHECK(parse_exercise_spec(std::string(source) + "// SERVER:\n").clients == 1);
+  CHECK(parse_exercise_spec(std::string(source) + "// SERVER:\n// CLIENTS: 4\n").clients == 4);
+  CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// CLIENTS: 4\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// SERVER:\n// CLIENTS: 0\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// SERVER:\n// CLIENTS: many\n"), std::invalid_argument);
+}
+
 TEST_CASE("an exercise without title, symptom or fixed line, or with a bad regex, should be refused") {
   CHECK_THROWS_AS(parse_exercise_spec("// SYMPTOM: x\n// FIXED: y\n"), std::invalid_argument);
   CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// FIXED: y\n"), std::invalid_argument);

@@ -56,6 +56,12 @@ exercise_spec parse_exercise_spec(std::string_view source) {
     } else if (key == "SERVER") {
       spec.two_peers = true;
       spec.server_args = split_words(value);
+    } else if (key == "CLIENTS") {
+      try {
+        spec.clients = std::stoi(std::string(value));
+      } catch (const std::exception&) {
+        throw std::invalid_argument("CLIENTS: expects a number, got '" + std::string(value) + "'");
+      }
     } else if (key == "TIMEOUT") {
       try {
         spec.timeout_seconds = std::stoi(std::string(value));
@@ -63,6 +69,9 @@ exercise_spec parse_exercise_spec(std::string_view source) {
         throw std::invalid_argument("TIMEOUT: expects seconds, got '" + std::string(value) + "'");
       }
     }
+  }
+  if (spec.clients < 1 || (spec.clients > 1 && !spec.two_peers)) {
+    throw std::invalid_argument("CLIENTS: needs a SERVER line and a number of 1 or more");
   }
   if (spec.title.empty()) throw std::invalid_argument("the exercise has no '// EXERCISE: <title>' line");
   if (spec.symptom.empty()) throw std::invalid_argument("the exercise has no '// SYMPTOM: <regex>' line");

@@ -14,6 +14,9 @@
 //                                                  with these arguments, maybe
 //                                                  none, then run with ARGS as
 //                                                  the client; both are judged)
+//   // CLIENTS: 4                                 (with SERVER: that many clients,
+//                                                  all started at once with ARGS;
+//                                                  default 1)
 //   // TIMEOUT: 30                                (seconds, optional)
 //
 // A run is "fixed" when the program (both peers, in a two-peer stage) exits 0 within the timeout, its output
@@ -41,6 +44,7 @@ struct exercise_spec {
   std::vector<std::string> args;
   bool two_peers = false;               // a SERVER: line was given
   std::vector<std::string> server_args;
+  int clients = 1;
   int timeout_seconds = 30;
 };
 

@@ -1,0 +1,192 @@
+// Device test for stage 06: the real srq_credits program as one server and
+// several clients on Soft-RoCE, every run bounded. Each client's count is
+// checked at both ends (the server's END line, the client's "consumed all"
+// line), each client's QP against the server's, the windows against the
+// most a client had in flight, and the server's account of clients that
+// finished, died or misbehaved.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "output.hpp"
+#include "pair_checks.hpp"
+#include "process.hpp"
+
+using namespace std::chrono_literals;
+using rdma::testing::client_command;
+using rdma::testing::describe;
+using rdma::testing::first_match;
+using rdma::testing::group_result;
+using rdma::testing::has_line;
+using rdma::testing::run_group;
+using rdma::testing::server_command;
+
+namespace {
+
+std::string all(const group_result& r) {
+  std::string text = "--- server ---\n" + describe(r.server);
+  for (std::size_t i = 0; i < r.clients.size(); ++i) text += "\n--- client " + std::to_string(i + 1) + " ---\n" + describe(r.clients[i]);
+  return text;
+}
+
+// One client's run: it connected (its QP and the server's QP are crossed
+// in the server's join line), everything it sent was consumed, and it
+// never had more in flight than its window. Returns the server's number
+// for it.
+std::string check_client(const group_result& r, const rdma::testing::run_result& c, int records, int window) {
+  const std::string ours = first_match(c.out, R"(^server [0-9.:]+: QP (0x[0-9a-f]+) <-> QP 0x[0-9a-f]+, window )");
+  const std::string theirs = first_match(c.out, R"(^server [0-9.:]+: QP 0x[0-9a-f]+ <-> QP (0x[0-9a-f]+), window )");
+  CHECK(has_line(c.out, "window " + std::to_string(window) + " slots of "));
+  const std::string number =
+      first_match(r.server.out, "^client (\\d+) [0-9.:]+: QP " + theirs + " on the SRQ <-> QP " + ours + ", window ");
+  const std::string n = std::to_string(records);
+  CHECK(has_line(c.out, "^sent " + n + " records and END; the server consumed all " + std::to_string(records + 1) + ";"));
+  const int most = std::stoi(first_match(c.out, R"(; at most (\d+) in flight \(window \d+\))"));
+  CHECK(most >= 1);
+  CHECK(most <= window);
+  CHECK(has_line(r.server.out, "^client " + number + ": END after " + n + " records: every one in order, checksums good$"));
+  CHECK(has_line(r.server.out, "^client " + number + ": done, " + n + " records; QP destroyed \\("));
+  return number;
+}
+
+std::vector<std::vector<std::string>> clients(int count, const std::vector<std::string>& args,
+                                              const std::string& address = "127.0.0.1") {
+  return std::vector<std::vector<std::string>>(static_cast<std::size_t>(count), client_command(args, address));
+}
+
+std::size_t position(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(text, m, std::regex(pattern, std::regex::multiline)), "no /" << pattern << "/");
+  return static_cast<std::size_t>(m.position(0));
+}
+
+}  // namespace
+
+TEST_CASE("four clients should share one SRQ, every record consumed once and in order, no client past its window") {
+  const auto r = run_group(server_command(), clients(4, {"--records", "2000"}), 120s);
+  INFO(all(r));
+  REQUIRE(r.server.exit_code == 0);
+  CHECK(r.server.err.empty());
+  CHECK(has_line(r.server.out, "^SRQ: 160 Recvs for 4 clients x window 16 = 64 writes in flight at most; reposted in "
+                               "batches of 16, so at least 81 stay posted$"));
+  CHECK(has_line(r.server.out, "^posted 160 Recvs on the SRQ, limit armed at 40$"));
+  for (const auto& c : r.clients) {
+    REQUIRE(c.exit_code == 0);
+    CHECK(c.err.empty());
+    check_client(r, c, 2000, 16);
+  }
+  CHECK(has_line(r.server.out, "^served 4 clients: 4 finished, 0 lost, 0 dropped; 8000 records in all$"));
+  // Sized for every window, the SRQ never ran low enough to fire.
+  CHECK(has_line(r.server.out, "^SRQ limit events: 0; the limit is armed at 40$"));
+}
+
+TEST_CASE("a greedy client should get its window and no more: the others finish first") {
+  // The greedy one starts first with 20 times the records; with credits it
+  // holds 16 Recvs at most, so the three small streams go at full speed
+  // beside it and end long before it does.
+  std::vector<std::vector<std::string>> argv{client_command({"--records", "20000"})};
+  for (int i = 0; i < 3; ++i) argv.push_back(client_command({"--records", "1000"}));
+  const auto r = run_group(server_command(), argv, 180s);
+  INFO(all(r));
+  REQUIRE(r.server.exit_code == 0);
+  for (const auto& c : r.clients) REQUIRE(c.exit_code == 0);
+  const std::string greedy = check_client(r, r.clients[0], 20000, 16);
+  const std::size_t greedy_end = position(r.server.out, "^client " + greedy + ": END after");
+  for (int i = 1; i < 4; ++i) {
+    const std::string small = check_client(r, r.clients[static_cast<std::size_t>(i)], 1000, 16);
+    CHECK(position(r.server.out, "^client " + small + ": END after") < greedy_end);
+  }
+  CHECK(has_line(r.server.out, "^served 4 clients: 4 finished, 0 lost, 0 dropped; 23000 records in all$"));
+}
+
+TEST_CASE("a killed client should be let go while the others finish with exact counts") {
+  auto server = rdma::testing::start(server_command());
+  std::vector<std::unique_ptr<rdma::testing::process>> started;
+  for (int i = 0; i < 3; ++i) started.push_back(rdma::testing::start(client_command({"--records", "5000"})));
+  // The victim streams (almost) forever; once connected it is killed.
+  auto victim = rdma::testing::start(client_command({"--records", "100000000"}));
+  REQUIRE(victim->wait_for_output("window 16 slots", rdma::testing::scaled(30s)));
+  std::this_thread::sleep_for(200ms);  // mid-stream: it writes from its first credit on
+  REQUIRE(::kill(victim->pid(), SIGKILL) == 0);
+  group_result r;
+  r.clients.push_back(victim->wait(10s));
+  for (auto& p : started) r.clients.push_back(p->wait(rdma::testing::scaled(120s)));
+  r.server = server->wait(rdma::testing::scaled(60s));
+  INFO(all(r));
+  CHECK(r.clients[0].exit_code == 128 + SIGKILL);
+  REQUIRE(r.server.exit_code == 0);
+  std::uint64_t others = 0;
+  for (std::size_t i = 1; i < 4; ++i) {
+    REQUIRE(r.clients[i].exit_code == 0);
+    check_client(r, r.clients[i], 5000, 16);
+    others += 5000;
+  }
+  const std::string victim_qp = first_match(r.clients[0].out, R"(^server [0-9.:]+: QP (0x[0-9a-f]+) <-> )");
+  const std::string number = first_match(r.server.out, "^client (\\d+) [0-9.:]+: QP 0x[0-9a-f]+ on the SRQ <-> QP " + victim_qp + ",");
+  const std::string got = first_match(r.server.out, "^client " + number + " \\(QP 0x[0-9a-f]+\\): closed its connection "
+                                                    "before END \\(killed\\?\\); letting it go after (\\d+) records$");
+  CHECK(has_line(r.server.out, "^client " + number + ": gone after " + got + " records; QP destroyed \\(.*\\); the others go on$"));
+  CHECK(has_line(r.server.out, "^served 4 clients: 3 finished, 1 lost, 0 dropped; " +
+                                   std::to_string(others + std::stoull(got)) + " records in all$"));
+}
+
+TEST_CASE("a client writing records of another size should be dropped before its slot is read") {
+  // --size 128 against the server's 64: the client sees a window of 8
+  // slots of 128 bytes and writes 128 bytes where the server expects 64.
+  const auto r = run_group(server_command({"--clients", "2"}),
+                           {client_command({"--records", "500"}), client_command({"--records", "500", "--size", "128"})}, 120s);
+  INFO(all(r));
+  CHECK(r.server.exit_code == 1);
+  REQUIRE(r.clients[0].exit_code == 0);
+  check_client(r, r.clients[0], 500, 16);
+  CHECK(r.clients[1].exit_code == 1);
+  CHECK(has_line(r.server.out, R"(^client \d \(QP 0x[0-9a-f]+\): wrote 128 bytes into a slot of 64; letting it go after 0 records$)"));
+  CHECK(has_line(r.server.out, "^served 2 clients: 1 finished, 0 lost, 1 dropped; 500 records in all$"));
+}
+
+TEST_CASE("reposting only on the limit event should keep four clients going, the limit re-armed each time") {
+  // A repost batch larger than the queue never fills: every refill is the
+  // limit event's. 128 > 4 x 8 in flight + one poll: the event comes in time.
+  const auto r = run_group(server_command({"--window", "8", "--srq-depth", "256", "--srq-limit", "128", "--repost-batch", "256"}),
+                           clients(4, {"--records", "3000"}), 120s);
+  INFO(all(r));
+  REQUIRE(r.server.exit_code == 0);
+  for (const auto& c : r.clients) {
+    REQUIRE(c.exit_code == 0);
+    check_client(r, c, 3000, 8);
+  }
+  CHECK(has_line(r.server.out, "it will fire, and 128 > 32 in flight \\+ 32 keeps the queue from running dry"));
+  const int events = std::stoi(first_match(r.server.out, R"(^SRQ limit events: (\d+); the limit is armed at 128$)"));
+  // 12004 Recvs consumed, 128 reposted per event at least.
+  CHECK(events >= 12004 / 256);
+  CHECK(has_line(r.server.out, "^served 4 clients: 4 finished, 0 lost, 0 dropped; 12000 records in all$"));
+}
+
+TEST_CASE("a server sized below the windows should say so before it starts") {
+  const auto r = run_group(server_command({"--clients", "1", "--srq-depth", "16"}), clients(1, {"--records", "0"}), 60s);
+  INFO(all(r));
+  CHECK(has_line(r.server.out, "^  TOO SMALL: a write can find no Recv posted \\(RNR\\): give the SRQ at least 32 Recvs$"));
+}
+
+TEST_CASE("across two hosts: four clients here, the server on the other guest, every record counted") {
+  const auto r = run_group(server_command(), clients(4, {"--records", "500"}, "192.0.2.2"), 240s,
+                           rdma::testing::on_peer_prefix());
+  INFO(all(r));
+  REQUIRE(r.server.exit_code == 0);
+  for (const auto& c : r.clients) {
+    REQUIRE(c.exit_code == 0);
+    check_client(r, c, 500, 16);
+    CHECK(has_line(c.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.1 \(RoCE v2\))"));
+    CHECK(has_line(c.out, R"(^server 192\.0\.2\.2:\d+: QP )"));
+  }
+  CHECK(has_line(r.server.out, R"(^rxe0 port 1, GID \[\d+\] ::ffff:192\.0\.2\.2 \(RoCE v2\))"));
+  CHECK(has_line(r.server.out, R"(^client 1 192\.0\.2\.1:\d+: QP )"));
+  CHECK(has_line(r.server.out, "^served 4 clients: 4 finished, 0 lost, 0 dropped; 2000 records in all$"));
+}

@@ -20,6 +20,7 @@
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
+#include "rdma_tutorial/send_window.hpp"
 #include "stage.hpp"
 
 namespace stage06 {
@@ -112,6 +113,8 @@ class server {
   std::uint32_t dropped_ = 0;
   std::uint64_t all_records_ = 0;
   std::uint64_t stray_ = 0;  // completions of QPs already gone
+  clock::time_point first_record_{};  // the aggregate rate's span: first record to last END
+  clock::time_point last_end_{};
   clock::time_point join_deadline_ = clock::now() + std::chrono::milliseconds(opts_.peer.accept_ms);
 };
 
@@ -218,6 +221,7 @@ void server::take_record(client& c, const ibv_wc& wc) {
     c.ledger.make_urgent();
     c.finished = true;
     ++finished_;
+    last_end_ = clock::now();
     std::printf("client %u: END after %llu records: every one in order, checksums good\n", c.number,
                 static_cast<unsigned long long>(c.records));
     std::fflush(stdout);
@@ -237,6 +241,7 @@ void server::take_record(client& c, const ibv_wc& wc) {
     let_go(c, parting::dropped, wrong);
     return;
   }
+  if (all_records_ == 0) first_record_ = clock::now();
   ++c.records;
   ++all_records_;
   c.ledger.on_consumed();
@@ -403,6 +408,12 @@ int server::run() {
               dropped_, static_cast<unsigned long long>(all_records_));
   std::printf("SRQ limit events: %u; the limit is %s\n", refill_.limit_events(),
               armed != 0 ? ("armed at " + std::to_string(armed)).c_str() : "not armed");
+  if (all_records_ > 0 && last_end_ > first_record_) {
+    // Every client's records together, as ib_send_bw -q N prints its QPs'.
+    std::printf("all clients, first record to last END:\n%s",
+                rdma::bw_report(opts_.size, static_cast<std::uint32_t>(all_records_),
+                                std::chrono::duration<double>(last_end_ - first_record_).count()).c_str());
+  }
   return dropped_ == 0 ? 0 : 1;
 }
 

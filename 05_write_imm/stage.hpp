@@ -9,7 +9,7 @@
 //   common/src/imm.cpp            8 bits of type, 24 of index, checked on arrival
 //   client.cpp                    the self-test, one write per slot, END
 //   latency.cpp                   ping-pong of Writes with Immediate
-//   latency_report.cpp            percentiles, perftest's way of printing them
+//   common/src/latency_report.cpp percentiles, perftest's way of printing them
 //   options.cpp                   the command line
 // Stage 04's handshake and send window come from common/ (peer.hpp,
 // send_window.hpp), stage 03's QP walk through them.
@@ -24,6 +24,7 @@
 
 #include "protocol.hpp"
 #include "rdma_tutorial/buffer.hpp"
+#include "rdma_tutorial/latency_report.hpp"
 #include "rdma_tutorial/options.hpp"
 #include "rdma_tutorial/peer.hpp"
 
@@ -86,12 +87,10 @@ std::uint32_t serve(const target& t);
 void post_write_imm(ibv_qp* qp, std::uint64_t wr_id, const ibv_sge* sge, const rdma::wire::endpoint& peer,
                     std::uint64_t remote_addr, std::uint32_t imm);
 
-// latency_report.cpp, latency.cpp --------------------------------------------
+// latency.cpp ------------------------------------------------------------------
 
-// perftest's latency line from one-way samples in microseconds (half of
-// each round trip): min, max, median (t_typical), mean, 99th and 99.9th
-// percentiles, with its header.
-std::string latency_report(std::uint32_t bytes, std::vector<double> samples_us);
+// perftest's latency line (common/, shared with stage 08).
+using rdma::latency_report;
 // The client's ping-pong: --iters round trips, then the report.
 void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buffer& source,
                const rdma::registered_buffer& recv_buf,

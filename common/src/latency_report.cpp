@@ -1,12 +1,13 @@
-// perftest's latency line, computed from one-way samples (pure; unit-tested).
+// perftest's latency line, computed from one-way samples (pure; unit-tested
+// in 05_write_imm/tests/options_test.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
 
-#include "stage.hpp"
+#include "rdma_tutorial/latency_report.hpp"
 
-namespace stage05 {
+namespace rdma {
 
 namespace {
 
@@ -36,4 +37,4 @@ std::string latency_report(std::uint32_t bytes, std::vector<double> samples_us) 
   return text;
 }
 
-}  // namespace stage05
+}  // namespace rdma

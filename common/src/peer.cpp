@@ -25,7 +25,9 @@ rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigne
   dev.params.path_mtu = port_attr.active_mtu;
   dev.params.qp_access_flags = qp_access;
   dev.pd.reset(check_ptr(ibv_alloc_pd(dev.ctx.get()), "ibv_alloc_pd"));
-  dev.cq.reset(check_ptr(ibv_create_cq(dev.ctx.get(), cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
+  if (cq_entries > 0) {  // 0: the stage makes its own (stage 08, bound to a completion channel)
+    dev.cq.reset(check_ptr(ibv_create_cq(dev.ctx.get(), cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
+  }
   return dev;
 }
 

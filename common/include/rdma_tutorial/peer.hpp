@@ -33,7 +33,8 @@ struct rdma_device {
 };
 
 // `qp_access`: what the peer may do to our memory (qp_access_flags), e.g.
-// IBV_ACCESS_REMOTE_WRITE; 0 for nothing.
+// IBV_ACCESS_REMOTE_WRITE; 0 for nothing. `cq_entries` 0: no CQ (dev.cq
+// stays empty; stage 08 creates its own, bound to a completion channel).
 rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access);
 
 // "rxe0 port 1, GID [1] ::ffff:192.0.2.1 (RoCE v2), path_mtu 1024"

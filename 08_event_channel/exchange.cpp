@@ -1,0 +1,249 @@
+// The exchange: a ping-pong of Sends, burst against burst, the way
+// ib_send_lat measures (with -e: asleep on events). What differs between
+// --poll, --event and --hybrid is only how a side waits for the peer's
+// burst: wait_for below. Only one Send in 64 is signaled, so a side wakes
+// for the peer's messages, not for its own sends.
+#include <chrono>
+#include <optional>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/latency_report.hpp"
+#include "stage.hpp"
+
+namespace stage08 {
+
+namespace {
+
+constexpr std::uint32_t signal_every = 64;
+
+using clock = std::chrono::steady_clock;
+
+// How a side's waits went, over the measured rounds.
+struct wait_counts {
+  std::uint64_t spinning = 0;     // --hybrid: the burst was there while spinning
+  std::uint64_t after_arm = 0;    // --hybrid: found by the look just after arming
+  std::uint64_t slept = 0;        // --hybrid: needed the channel
+};
+
+class ping_pong {
+ public:
+  explicit ping_pong(const side& s) : s_(s), solicited_only_(s.run.solicited_every != 0) {}
+
+  void run() {
+    const run_params& run = s_.run;
+    std::vector<double> samples;
+    samples.reserve(run.rounds);
+    if (s_.opts.mode != wait_mode::poll) {
+      // Armed before the first wait; then one look, since whatever arrived
+      // before the arm raised no event.
+      s_.events.arm(solicited_only_);
+      s_.events.drain([this](const ibv_wc& wc) { take(wc); });
+    }
+    cpu_sample cpu_from{};
+    clock::time_point previous{};
+    for (round_ = 0; round_ <= run.rounds; ++round_) {
+      if (s_.client) post_burst();
+      wait_for_burst();
+      if (!s_.client) post_burst();
+      // One clock read per round: each sample is half the time from one
+      // round's end to the next's.
+      const auto now = clock::now();
+      if (round_ == 0) {  // the warm-up: nothing of it is counted
+        cpu_from = cpu_now();
+        s_.events.reset_counts();
+        counts_ = {};
+      } else {
+        samples.push_back(std::chrono::duration<double, std::micro>(now - previous).count() / 2);
+      }
+      previous = now;
+    }
+    const cpu_sample cpu_to = cpu_now();
+    const std::uint64_t messages = std::uint64_t{run.rounds} * run.burst;
+    std::printf("%s", rdma::latency_report(run.size, std::move(samples)).c_str());
+    if (s_.opts.mode != wait_mode::poll) {
+      std::printf("wake-ups: %llu for %llu messages received, %llu of them found the CQ empty\n",
+                  static_cast<unsigned long long>(s_.events.wake_ups()), static_cast<unsigned long long>(messages),
+                  static_cast<unsigned long long>(s_.events.empty_wake_ups()));
+    }
+    if (s_.opts.mode == wait_mode::hybrid) {
+      std::printf("hybrid: %llu rounds found while spinning, %llu just after arming, %llu after sleeping\n",
+                  static_cast<unsigned long long>(counts_.spinning), static_cast<unsigned long long>(counts_.after_arm),
+                  static_cast<unsigned long long>(counts_.slept));
+    }
+    std::printf("%s", cpu_report(cpu_from, cpu_to, messages).c_str());
+  }
+
+ private:
+  // One completion: a signaled send's, or a Recv of the peer's burst.
+  void take(const ibv_wc& wc) {
+    rdma::check_wc(wc);
+    if (wc.opcode == IBV_WC_SEND) return;  // its only news: the send queue has room again
+    if (wc.opcode != IBV_WC_RECV) throw rdma::tutorial_error("an unexpected completion: " + rdma::describe_wc(wc));
+    const char* message = s_.buffers.recv.data() + wc.wr_id * s_.run.size;
+    const header h = read_header(message);
+    // RC delivers in order, and a burst comes only after ours: anything
+    // else means a message was lost, or taken twice.
+    if (wc.byte_len != s_.run.size || h.round != round_ || h.index != received_) {
+      throw rdma::tutorial_error("message round " + std::to_string(h.round) + " #" + std::to_string(h.index) + " (" +
+                                 std::to_string(wc.byte_len) + " bytes) arrived; round " + std::to_string(round_) +
+                                 " #" + std::to_string(received_) + " (" + std::to_string(s_.run.size) +
+                                 " bytes) was due");
+    }
+    s_.buffers.post_receive(s_.qp, wc.wr_id);
+    ++received_;
+  }
+
+  bool burst_complete() const { return received_ == s_.run.burst; }
+
+  // The burst of this round as one list of work requests (one ibv_post_send).
+  void post_burst() {
+    const run_params& run = s_.run;
+    std::vector<ibv_sge> sges(run.burst);
+    std::vector<ibv_send_wr> wrs(run.burst);
+    for (std::uint32_t i = 0; i < run.burst; ++i) {
+      char* message = s_.buffers.send.data() + std::size_t{i} * run.size;
+      write_header(message, round_, i);
+      sges[i] = {reinterpret_cast<std::uintptr_t>(message), run.size, s_.buffers.send.lkey()};
+      ibv_send_wr& wr = wrs[i];
+      wr.wr_id = sent_;
+      wr.sg_list = &sges[i];
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_SEND;
+      wr.next = i + 1 < run.burst ? &wrs[i + 1] : nullptr;
+      if (++sent_ % signal_every == 0) wr.send_flags |= IBV_SEND_SIGNALED;
+      if (run.size <= 64) wr.send_flags |= IBV_SEND_INLINE;
+      // Solicited: the receiver's CQ, armed for solicited completions
+      // only, raises an event for this one (and for no unsolicited one).
+      if (solicited(run, i)) wr.send_flags |= IBV_SEND_SOLICITED;
+    }
+    ibv_send_wr* bad = nullptr;
+    if (const int rc = ibv_post_send(s_.qp, wrs.data(), &bad); rc != 0) {
+      throw rdma::verbs_error(rc, "ibv_post_send(round " + std::to_string(round_) + ")");
+    }
+  }
+
+  void wait_for_burst() {
+    received_ = 0;
+    const std::string what = "round " + std::to_string(round_) + "'s messages";
+    auto take_one = [this](const ibv_wc& wc) { take(wc); };
+    notified_cq& events = s_.events;
+    const int wait_ms = s_.opts.peer.wait_ms;
+    switch (s_.opts.mode) {
+      case wait_mode::poll:
+        // Stage 05's way: look, look again, never sleep.
+        rdma::wait_while_connected(s_.peer, s_.peer_name, what, wait_ms, [&] {
+          events.drain(take_one);
+          return burst_complete();
+        }, rdma::waiting::spins);
+        return;
+      case wait_mode::event:
+        while (!burst_complete()) events.sleep_and_drain(s_.peer, s_.peer_name, what, wait_ms, solicited_only_, take_one);
+        return;
+      case wait_mode::hybrid: {
+        spin_then_sleep policy(s_.opts.spin_us);
+        std::optional<clock::time_point> start;
+        auto elapsed_us = [&] {
+          const auto now = clock::now();
+          if (!start) start = now;
+          return std::chrono::duration<double, std::micro>(now - *start).count();
+        };
+        for (std::uint32_t looks = 1;; ++looks) {
+          events.drain(take_one);
+          if (burst_complete()) {
+            ++counts_.spinning;
+            return;
+          }
+          if (!policy.keep_spinning(looks, elapsed_us)) break;
+        }
+        // Going to sleep: arm, then look once more. A completion that came
+        // after the last look and before the arm raised no event.
+        events.arm(solicited_only_);
+        events.drain(take_one);
+        if (burst_complete()) {
+          ++counts_.after_arm;
+          return;
+        }
+        while (!burst_complete()) events.sleep_and_drain(s_.peer, s_.peer_name, what, wait_ms, solicited_only_, take_one);
+        ++counts_.slept;
+        return;
+      }
+    }
+  }
+
+  const side& s_;
+  const bool solicited_only_;
+  std::uint32_t round_ = 0;
+  std::uint32_t received_ = 0;  // of this round's burst
+  std::uint64_t sent_ = 0;
+  wait_counts counts_;
+};
+
+}  // namespace
+
+message_buffers::message_buffers(ibv_pd* pd, const run_params& r)
+    : run(r),
+      send(pd, std::size_t{r.burst} * r.size, 0, "send buffer"),
+      recv(pd, std::size_t{2} * r.burst * r.size, IBV_ACCESS_LOCAL_WRITE, "receive buffer") {}
+
+void message_buffers::post_receive(ibv_qp* qp, std::uint64_t slot) const {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(recv.data() + slot * run.size), run.size, recv.lkey()};
+  ibv_recv_wr wr{};
+  wr.wr_id = slot;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  if (const int rc = ibv_post_recv(qp, &wr, &bad); rc != 0) {
+    throw rdma::verbs_error(rc, "ibv_post_recv(slot " + std::to_string(slot) + ")");
+  }
+}
+
+void message_buffers::post_receives(ibv_qp* qp) const {
+  for (std::uint32_t slot = 0; slot < slots(); ++slot) post_receive(qp, slot);
+}
+
+rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const notified_cq& events, const run_params& run) {
+  ibv_qp_cap cap{};
+  // Unsignaled sends leave the queue only when a later signaled one is
+  // polled: up to 2 x 64 of them, plus the burst being posted.
+  cap.max_send_wr = 2 * signal_every + run.burst;
+  cap.max_recv_wr = 2 * run.burst;
+  cap.max_send_sge = 1;
+  cap.max_recv_sge = 1;
+  cap.max_inline_data = 64;  // small Sends travel inside the WQE
+  // One CQ, bound to the channel, for both queues.
+  return rdma::create_rc_qp(dev.pd.get(), events.cq(), events.cq(), cap, "our QP");
+}
+
+void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
+                     const rdma::qp_params& params) {
+  rdma::connect_to_peer(qp, ours, peer, params);
+  std::printf("QP 0x%x: RESET -> INIT -> RTR -> RTS (sq_psn 0x%x, rq_psn 0x%x)\n", qp->qp_num, ours.psn, peer.psn);
+}
+
+void describe_run(const side& s) {
+  const run_params& run = s.run;
+  std::printf("rounds: %u after a warm-up, %u x %u bytes each way", run.rounds, run.burst, run.size);
+  if (run.solicited_every != 0) std::printf(", 1 Send in %u solicited", run.solicited_every);
+  std::printf("\n");
+  const char* arming = run.solicited_every != 0 ? "solicited completions only" : "every completion";
+  switch (s.opts.mode) {
+    case wait_mode::poll:
+      std::printf("waiting: --poll, ibv_poll_cq in a loop, never asleep\n");
+      break;
+    case wait_mode::event:
+      std::printf("waiting: --event, asleep on the completion channel, armed for %s\n", arming);
+      break;
+    case wait_mode::hybrid:
+      std::printf("waiting: --hybrid, polling for %u us, then asleep on the channel, armed for %s\n", s.opts.spin_us,
+                  arming);
+      break;
+  }
+}
+
+void exchange(const side& s) { ping_pong(s).run(); }
+
+}  // namespace stage08

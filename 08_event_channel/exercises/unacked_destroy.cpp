@@ -1,0 +1,136 @@
+// EXERCISE: ack every CQ event before the CQ is destroyed
+// SYMPTOM: the teardown has not finished within \d+ ms
+// FIXED: ^wake-ups: \d+ for 5 messages received
+// FIXED: ^the client closed the connection$
+// ARGS: -s 127.0.0.1 --iters 5 --wait-ms 3000
+// SERVER: --wait-ms 3000 --accept-ms 20000
+// TIMEOUT: 60
+//
+// This is channel.cpp with one bug. Build and check it with
+//   scripts/check_exercise.sh unacked_destroy
+//
+// TODO: every round completes and both sides print their reports; then
+// neither program ends. Read what ibv_destroy_cq waits for. (Hint:
+// docs/08-event-channel.md, section "Acks, and the CQ's destruction".)
+// The lesson in raw verbs: a completion channel, a CQ bound to it, and the
+// order of the calls that puts a thread to sleep until a completion comes.
+//
+//   ibv_req_notify_cq     arm: the CQ's next completion raises one event
+//   poll()                asleep on the channel's fd (and a timer, and the
+//                         peer's socket), until one of them is readable
+//   ibv_get_cq_event      take the event (which CQ it is for)
+//   ibv_ack_cq_events     give it back; batched, and all before the CQ goes
+//   ibv_req_notify_cq     re-arm
+//   ibv_poll_cq ...       drain until empty
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "stage.hpp"
+
+namespace stage08 {
+
+void event_acks::count_one() {
+  if (++unacked_ == batch) {
+    ibv_ack_cq_events(cq_, unacked_);
+    unacked_ = 0;
+    ++calls_;
+  }
+}
+
+// ibv_destroy_cq waits until every event it delivered has been acked, and
+// nothing else will ack them once we are here: the rest of the batch now.
+event_acks::~event_acks() {
+  // The CQ is going away: its events go with it.  // TODO
+}
+
+notified_cq::notified_cq(ibv_context* ctx, int entries)
+    : channel_(rdma::check_ptr(ibv_create_comp_channel(ctx), "ibv_create_comp_channel")),
+      // The fourth argument binds the CQ to the channel: its events are read there.
+      cq_(rdma::check_ptr(ibv_create_cq(ctx, entries, nullptr, channel_.get(), 0), "ibv_create_cq")),
+      acks_(cq_.get()) {
+  // Non-blocking: ibv_get_cq_event then never blocks (it fails with EAGAIN
+  // when there is no event), and the fd can wait in one poll() with others.
+  const int flags = rdma::check_errno(fcntl(channel_->fd, F_GETFL), "fcntl(the channel's fd, F_GETFL)");
+  rdma::check_errno(fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK), "fcntl(the channel's fd, F_SETFL, O_NONBLOCK)");
+  // Each sleep's deadline, as one more fd to poll.
+  timer_fd_ = rdma::check_errno(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), "timerfd_create");
+}
+
+notified_cq::~notified_cq() {
+  if (timer_fd_ >= 0) ::close(timer_fd_);
+  // Then the members, in reverse: acks_ (acks what is left), cq_, channel_.
+}
+
+void notified_cq::arm(bool solicited_only) {
+  rdma::check_rc(ibv_req_notify_cq(cq_.get(), solicited_only ? 1 : 0), "ibv_req_notify_cq");
+}
+
+std::size_t notified_cq::drain(const std::function<void(const ibv_wc&)>& take) {
+  std::size_t taken = 0;
+  ibv_wc wcs[16];
+  for (;;) {
+    const int n = rdma::check_poll(ibv_poll_cq(cq_.get(), 16, wcs));
+    for (int i = 0; i < n; ++i) take(wcs[i]);
+    taken += static_cast<std::size_t>(n);
+    if (n == 0) return taken;
+  }
+}
+
+std::size_t notified_cq::sleep_and_drain(const rdma::tcp::socket& peer, std::string_view who, std::string_view what,
+                                         int wait_ms, bool solicited_only,
+                                         const std::function<void(const ibv_wc&)>& take) {
+  itimerspec deadline{};
+  deadline.it_value.tv_sec = wait_ms / 1000;
+  deadline.it_value.tv_nsec = static_cast<long>(wait_ms % 1000) * 1000000;
+  rdma::check_errno(timerfd_settime(timer_fd_, 0, &deadline, nullptr), "timerfd_settime");
+  for (;;) {
+    pollfd fds[3] = {{channel_->fd, POLLIN, 0}, {timer_fd_, POLLIN, 0}, {peer.fd(), POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      rdma::check_errno(-1, "poll(the channel, the timer, the peer's socket)");
+    }
+    if ((fds[0].revents & POLLIN) == 0) {
+      // The channel first: a timer or a closing peer matters only when no event came.
+      if (fds[2].revents != 0 && rdma::tcp::peer_closed(peer)) {
+        throw rdma::tutorial_error(std::string(who) + " closed the connection while we waited for " + std::string(what),
+                                   std::string(who) + " failed or gave up; its own output says why");
+      }
+      if ((fds[1].revents & POLLIN) != 0) {
+        throw rdma::tutorial_error("no CQ event within " + std::to_string(wait_ms) + " ms while we waited for " +
+                                       std::string(what),
+                                   "was the CQ re-armed (ibv_req_notify_cq) after each event, and drained after that? "
+                                   "Otherwise " + std::string(who) + " is stuck; its own output says why");
+      }
+      continue;
+    }
+    ibv_cq* cq = nullptr;
+    void* cq_context = nullptr;
+    if (ibv_get_cq_event(channel_.get(), &cq, &cq_context) != 0) {
+      if (errno == EAGAIN) continue;  // another reader took it (not here), or a spurious wake-up
+      rdma::check_errno(-1, "ibv_get_cq_event");
+    }
+    if (cq != cq_.get()) throw rdma::tutorial_error("ibv_get_cq_event returned an event for a CQ that is not ours");
+    ++wake_ups_;
+    acks_.count_one();
+    // The notification is edge-triggered: it fires once, for the first
+    // completion after the arm, and is then spent. So: re-arm first, then
+    // drain until ibv_poll_cq finds nothing. In the other order, a
+    // completion that arrives after the last poll and before the re-arm
+    // raises no event and is never looked at: we would sleep with it in
+    // the CQ. Re-armed first, anything that arrives while we drain either
+    // is taken by the drain or raises the next event (at worst a wake-up
+    // that finds the CQ empty, which costs nothing but the wake-up).
+    arm(solicited_only);
+    const std::size_t taken = drain(take);
+    if (taken == 0) ++empty_wake_ups_;
+    return taken;
+  }
+}
+
+}  // namespace stage08

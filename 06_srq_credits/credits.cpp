@@ -7,21 +7,27 @@
 namespace stage06 {
 
 std::string srq_sizing::describe() const {
-  std::string text = "SRQ: " + std::to_string(depth) + " Recvs for " + std::to_string(clients) + " clients x window " +
-                     std::to_string(window) + " = " + std::to_string(in_flight()) + " writes in flight at most";
-  text += "; reposted in batches of " + std::to_string(batch);
+  std::string text = "SRQ: " + std::to_string(depth) + " Recvs for " + std::to_string(clients) +
+                     (clients == 1 ? " client" : " clients") + " x window " + std::to_string(window) + " = " +
+                     std::to_string(in_flight()) + " writes in flight at most; reposted in batches of " +
+                     std::to_string(batch);
   if (fewest_posted() > 0) {
     text += ", so at least " + std::to_string(fewest_posted()) + " stay posted";
   } else {
-    text += ", more than the " + std::to_string(depth) + " posted: the queue can run dry before a batch is reposted";
+    text += "; " + std::to_string(in_flight()) + " in flight + " + std::to_string(batch - 1) +
+            " waiting for a batch can exceed the " + std::to_string(depth) + " posted";
   }
   if (limit != 0) {
     text += "\n  limit " + std::to_string(limit) + ": an event when fewer are posted, then every consumed Recv is reposted";
-    text += limit_can_fire() ? (limit_rescues() ? " (it will fire, and " + std::to_string(limit) + " > " +
-                                                       std::to_string(in_flight()) + " in flight + " +
-                                                       std::to_string(poll_batch) + " keeps the queue from running dry)"
-                                                 : " (it can fire)")
-                             : " (it fires only if the server falls behind)";
+    if (!limit_can_fire()) {
+      text += " (it fires only if the server falls behind)";
+    } else if (limit_rescues()) {
+      text += " (it will fire, and " + std::to_string(limit) + " > " + std::to_string(in_flight()) + " in flight + " +
+              std::to_string(poll_batch) + " keeps the queue from running dry)";
+    } else {
+      text += " (it can fire, but too late: " + std::to_string(in_flight()) + " in flight + " +
+              std::to_string(poll_batch) + " >= " + std::to_string(limit) + ")";
+    }
   }
   if (can_run_dry()) {
     text += "\n  TOO SMALL: a write can find no Recv posted (RNR): give the SRQ at least " +

@@ -35,6 +35,8 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.repost_batch = number(v, "--repost-batch", 1, 65536); });
   parser.add(0, "credit-batch", "N", "server: records consumed per credit return (default window / 2)",
              [&](std::string_view v) { out.credit_batch = number(v, "--credit-batch", 1, 1024); });
+  parser.add(0, "plan", "", "server: print the SRQ arithmetic for these options, and exit",
+             [&](std::string_view) { out.plan = true; });
   parser.add(0, "records", "N", "client: records to send before END (default 1000)",
              [&](std::string_view v) { out.records = number(v, "--records", 0, 100000000); });
   parser.add(0, "rnr-retry", "N", "client: retries after a 'receiver not ready' NAK, 0-7 (default 0: with credits "
@@ -44,7 +46,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
 
   parser.check_roles(out.peer, {"records", "rnr-retry"});
   if (out.peer.is_client()) {
-    for (const char* server_only : {"clients", "window", "srq-depth", "srq-limit", "repost-batch", "credit-batch"}) {
+    for (const char* server_only : {"clients", "window", "srq-depth", "srq-limit", "repost-batch", "credit-batch", "plan"}) {
       if (parser.given(server_only)) throw rdma::usage_error(std::string("--") + server_only + " is for the server (without -s)");
     }
   }

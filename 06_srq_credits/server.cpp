@@ -73,9 +73,10 @@ class server {
         listener_(rdma::tcp::listen_on(opts.peer.bind, opts.peer.port)) {
     std::printf("posted %u Recvs on the SRQ%s\n", sizing.depth,
                 sizing.limit != 0 ? (", limit armed at " + std::to_string(sizing.limit)).c_str() : "");
-    std::printf("landing region: %u windows of %u slots of %u bytes, rkey 0x%x\n", sizing.clients, sizing.window,
-                opts.size, landing_.rkey());
-    std::printf("waiting for %u clients on %s\n", sizing.clients, listener_.peer().c_str());
+    std::printf("landing region: %u x %u slots of %u bytes, one window per client, rkey 0x%x\n", sizing.clients,
+                sizing.window, opts.size, landing_.rkey());
+    std::printf("waiting for %u client%s on %s\n", sizing.clients, sizing.clients == 1 ? "" : "s",
+                listener_.peer().c_str());
     std::fflush(stdout);
   }
 
@@ -404,7 +405,7 @@ int server::run() {
     if (n == 0) sched_yield();  // clients may share our CPU: let them run
   }
   const std::uint32_t armed = refill_.armed_limit();
-  std::printf("served %u clients: %u finished, %u lost, %u dropped; %llu records in all\n", joined_, finished_, lost_,
+  std::printf("served %u client%s: %u finished, %u lost, %u dropped; %llu records in all\n", joined_, joined_ == 1 ? "" : "s", finished_, lost_,
               dropped_, static_cast<unsigned long long>(all_records_));
   std::printf("SRQ limit events: %u; the limit is %s\n", refill_.limit_events(),
               armed != 0 ? ("armed at " + std::to_string(armed)).c_str() : "not armed");
@@ -427,6 +428,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   sizing.depth = opts.srq_depth.value_or(default_depth(opts.clients, opts.window, opts.repost_batch));
   sizing.limit = opts.srq_limit.value_or(sizing.depth / 4);
   std::printf("%s\n", sizing.describe().c_str());
+  if (opts.plan) return 0;
   server s(opts, dev, sizing);
   return s.run();
 }

@@ -43,6 +43,7 @@ struct options {
   std::optional<std::uint32_t> srq_limit;  // default: depth / 4; 0 = not armed
   std::uint32_t repost_batch = 16;
   std::optional<std::uint32_t> credit_batch;  // default: window / 2
+  bool plan = false;                    // print the SRQ arithmetic and exit
   // client
   std::uint32_t records = 1000;
   std::uint8_t rnr_retry = 0;           // with credits an RNR NAK is a bug: fail at the first

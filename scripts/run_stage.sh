@@ -7,6 +7,10 @@
 #         two-peer stages: the server, then the client (-s 127.0.0.1); ARGS
 #         go to both, those after --client to the client only; each line of
 #         output is labelled [server] or [client]
+#   06_srq_credits/run.sh [ARGS...] [--client ARGS...]
+#         stages whose server takes --clients N (06 on): the server with ARGS,
+#         then N clients at once (default: the server's own default), each
+#         with the ARGS after --client only, labelled [client 1], [client 2]...
 #   04_rdma_write/run.sh --pair [ARGS...] [--client ARGS...]
 #         the same across two hosts: two guests on a virtual wire, the server
 #         on 192.0.2.2, the client on 192.0.2.1
@@ -50,8 +54,17 @@ if [[ -z "${RXE_VM:-}" && -z "${RDMA_TUTORIAL_BUILT:-}" ]]; then
 fi
 exe="$build/subprojects/$stage/$program"
 
-two_peers=0
-"$exe" --help 2>/dev/null | grep -q -- '--server ADDR' && two_peers=1
+two_peers=0 clients=0
+help_text=$("$exe" --help 2>/dev/null)
+grep -q -- '--server ADDR' <<<"$help_text" && two_peers=1
+if grep -q -- '--clients N' <<<"$help_text"; then
+  # How many clients the server waits for: --clients N, else its default.
+  clients=$(sed -n 's/.*--clients N .*(default \([0-9]*\)).*/\1/p' <<<"$help_text")
+  for ((i = 0; i < ${#both[@]}; i++)); do
+    [[ ${both[i]} == --clients ]] && clients=${both[i + 1]:-}
+  done
+  [[ $clients =~ ^[1-9][0-9]*$ ]] || { echo "run: --clients needs a count" >&2; exit 2; }
+fi
 if [[ $two_peers == 0 && ( $pair == 1 || ${#client_only[@]} -gt 0 ) ]]; then
   echo "run: $stage has one program and no peer; --pair and --client are for stages 04 on" >&2
   exit 2
@@ -81,9 +94,23 @@ else
   ( stdbuf -oL "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &
 fi
 server_pid=$!
-# The client retries its connect while the server starts (--wait-ms).
-stdbuf -oL "$exe" -s "$server_addr" "${both[@]}" "${client_only[@]}" 2>&1 | label client
-client_status=${PIPESTATUS[0]}
+if [[ $clients -gt 0 ]]; then
+  # Several clients at once; the first failure's status is kept.
+  pids=()
+  for ((i = 1; i <= clients; i++)); do
+    ( stdbuf -oL "$exe" -s "$server_addr" "${client_only[@]}" 2>&1 | label "client $i"; exit "${PIPESTATUS[0]}" ) &
+    pids+=($!)
+  done
+  client_status=0
+  for pid in "${pids[@]}"; do
+    wait "$pid"; status=$?
+    [[ $client_status -eq 0 ]] && client_status=$status
+  done
+else
+  # The client retries its connect while the server starts (--wait-ms).
+  stdbuf -oL "$exe" -s "$server_addr" "${both[@]}" "${client_only[@]}" 2>&1 | label client
+  client_status=${PIPESTATUS[0]}
+fi
 wait "$server_pid"
 server_status=$?
 if [[ $client_status -ne 0 || $server_status -ne 0 ]]; then

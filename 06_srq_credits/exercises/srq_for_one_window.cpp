@@ -36,6 +36,7 @@
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
+#include "rdma_tutorial/send_window.hpp"
 #include "stage.hpp"
 
 namespace stage06 {
@@ -88,9 +89,10 @@ class server {
         listener_(rdma::tcp::listen_on(opts.peer.bind, opts.peer.port)) {
     std::printf("posted %u Recvs on the SRQ%s\n", sizing.depth,
                 sizing.limit != 0 ? (", limit armed at " + std::to_string(sizing.limit)).c_str() : "");
-    std::printf("landing region: %u windows of %u slots of %u bytes, rkey 0x%x\n", sizing.clients, sizing.window,
-                opts.size, landing_.rkey());
-    std::printf("waiting for %u clients on %s\n", sizing.clients, listener_.peer().c_str());
+    std::printf("landing region: %u x %u slots of %u bytes, one window per client, rkey 0x%x\n", sizing.clients,
+                sizing.window, opts.size, landing_.rkey());
+    std::printf("waiting for %u client%s on %s\n", sizing.clients, sizing.clients == 1 ? "" : "s",
+                listener_.peer().c_str());
     std::fflush(stdout);
   }
 
@@ -128,6 +130,8 @@ class server {
   std::uint32_t dropped_ = 0;
   std::uint64_t all_records_ = 0;
   std::uint64_t stray_ = 0;  // completions of QPs already gone
+  clock::time_point first_record_{};  // the aggregate rate's span: first record to last END
+  clock::time_point last_end_{};
   clock::time_point join_deadline_ = clock::now() + std::chrono::milliseconds(opts_.peer.accept_ms);
 };
 
@@ -234,6 +238,7 @@ void server::take_record(client& c, const ibv_wc& wc) {
     c.ledger.make_urgent();
     c.finished = true;
     ++finished_;
+    last_end_ = clock::now();
     std::printf("client %u: END after %llu records: every one in order, checksums good\n", c.number,
                 static_cast<unsigned long long>(c.records));
     std::fflush(stdout);
@@ -253,6 +258,7 @@ void server::take_record(client& c, const ibv_wc& wc) {
     let_go(c, parting::dropped, wrong);
     return;
   }
+  if (all_records_ == 0) first_record_ = clock::now();
   ++c.records;
   ++all_records_;
   c.ledger.on_consumed();
@@ -415,10 +421,16 @@ int server::run() {
     if (n == 0) sched_yield();  // clients may share our CPU: let them run
   }
   const std::uint32_t armed = refill_.armed_limit();
-  std::printf("served %u clients: %u finished, %u lost, %u dropped; %llu records in all\n", joined_, finished_, lost_,
+  std::printf("served %u client%s: %u finished, %u lost, %u dropped; %llu records in all\n", joined_, joined_ == 1 ? "" : "s", finished_, lost_,
               dropped_, static_cast<unsigned long long>(all_records_));
   std::printf("SRQ limit events: %u; the limit is %s\n", refill_.limit_events(),
               armed != 0 ? ("armed at " + std::to_string(armed)).c_str() : "not armed");
+  if (all_records_ > 0 && last_end_ > first_record_) {
+    // Every client's records together, as ib_send_bw -q N prints its QPs'.
+    std::printf("all clients, first record to last END:\n%s",
+                rdma::bw_report(opts_.size, static_cast<std::uint32_t>(all_records_),
+                                std::chrono::duration<double>(last_end_ - first_record_).count()).c_str());
+  }
   return dropped_ == 0 ? 0 : 1;
 }
 
@@ -432,6 +444,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   sizing.depth = opts.srq_depth.value_or(opts.window);  // TODO: one client's window
   sizing.limit = opts.srq_limit.value_or(sizing.depth / 4);
   std::printf("%s\n", sizing.describe().c_str());
+  if (opts.plan) return 0;
   server s(opts, dev, sizing);
   return s.run();
 }

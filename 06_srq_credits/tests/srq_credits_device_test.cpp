@@ -176,8 +176,12 @@ TEST_CASE("a server sized below the windows should say so before it starts") {
 }
 
 TEST_CASE("across two hosts: four clients here, the server on the other guest, every record counted") {
-  const auto r = run_group(server_command(), clients(4, {"--records", "500"}, "192.0.2.2"), 240s,
-                           rdma::testing::on_peer_prefix());
+  // The server starts on the other guest through scripts/on_peer.sh, which
+  // takes seconds on a loaded machine: the clients retry their connect for
+  // 30 s instead of 5.
+  const auto r = run_group(server_command(),
+                           clients(4, {"--records", "500", "--wait-ms", rdma::testing::peer_wait_ms(30s)}, "192.0.2.2"),
+                           240s, rdma::testing::on_peer_prefix());
   INFO(all(r));
   REQUIRE(r.server.exit_code == 0);
   for (const auto& c : r.clients) {

@@ -248,6 +248,15 @@ void server::take_record(client& c, const ibv_wc& wc) {
     let_go(c, parting::dropped, "wrote " + std::to_string(wc.byte_len) + " bytes into a slot of " + std::to_string(opts_.size));
     return;
   }
+  // Credits: record n may be written once we returned n - window + 1 or
+  // more. One beyond that was written without a credit: a client that
+  // ignores its window would drain the SRQ the others rely on.
+  if (c.records >= c.ledger.returned() + sizing_.window) {
+    let_go(c, parting::dropped, "wrote record " + std::to_string(c.records) + " with only " +
+                                    std::to_string(c.ledger.returned()) + " credits returned (window " +
+                                    std::to_string(sizing_.window) + ")");
+    return;
+  }
   if (index != c.records % sizing_.window) {
     let_go(c, parting::dropped, "record " + std::to_string(c.records) + " came in slot " + std::to_string(index) + ", not " +
                   std::to_string(c.records % sizing_.window));

@@ -10,9 +10,10 @@
 # 4 KiB (depth 128, one completion in 100): ratio ours/theirs, higher is
 # better. 05's latency mode beside ib_write_lat, median one-way latency
 # (t_typical) at 8 B and 4 KiB, 1000 round trips: ratio ours/theirs, lower
-# is better. Soft-RoCE in an emulated guest says nothing about real
-# hardware: only the ratios mean something, and no test ever passes or
-# fails on them.
+# is better. 08's --event mode beside ib_send_lat -e (both sides asleep on
+# a completion channel), median one-way latency at 8 B. Soft-RoCE in an
+# emulated guest says nothing about real hardware: only the ratios mean
+# something, and no test ever passes or fails on them.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
@@ -92,6 +93,16 @@ perftest_lat() {  # perftest_lat SIZE ITERS -> t_typical (us)
     "ib_write_lat -d $dev -x $gid_index -F -s $1 -n $2 $server_addr" |
     awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
 }
+ours_event_lat() {  # ours_event_lat SIZE ITERS -> t_typical (us), both sides asleep on events
+  pair_run "$build/subprojects/08_event_channel/event_channel --event" \
+    "$build/subprojects/08_event_channel/event_channel -s $server_addr --event --size $1 --iters $2" |
+    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+}
+perftest_event_lat() {  # perftest_event_lat SIZE ITERS -> t_typical (us), ib_send_lat -e
+  pair_run "ib_send_lat -d $dev -x $gid_index -F -e -s $1 -n $2" \
+    "ib_send_lat -d $dev -x $gid_index -F -e -s $1 -n $2 $server_addr" |
+    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
 echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per figure"
@@ -112,4 +123,5 @@ row "04 rdma_write / ib_write_bw, Mpps" 64 20000 ours_bw perftest_bw
 row "04 rdma_write / ib_write_bw, Mpps" 4096 5000 ours_bw perftest_bw
 row "05 write_imm / ib_write_lat, median us" 8 1000 ours_lat perftest_lat
 row "05 write_imm / ib_write_lat, median us" 4096 1000 ours_lat perftest_lat
+row "08 event_channel / ib_send_lat -e, median us" 8 1000 ours_event_lat perftest_event_lat
 exit "$status"

@@ -5,12 +5,16 @@
 #   scripts/bench.sh            in one Soft-RoCE guest (or here, with an RDMA port)
 #   scripts/bench.sh --pair     across two guests on a virtual wire
 #   scripts/bench.sh --reps N   runs per row (default 3; the median counts)
+#   scripts/bench.sh --only 06  only the rows whose label starts with this
 #
 # Rows: 04's throughput mode beside ib_write_bw, message rate at 64 B and
 # 4 KiB (depth 128, one completion in 100): ratio ours/theirs, higher is
 # better. 05's latency mode beside ib_write_lat, median one-way latency
 # (t_typical) at 8 B and 4 KiB, 1000 round trips: ratio ours/theirs, lower
-# is better. 08's --event mode beside ib_send_lat -e (both sides asleep on
+# is better. 06's four clients on one SRQ beside ib_send_bw -q 4 --use-srq
+# (four QPs on one SRQ, Sends), every message together, at 64 B and 4 KiB,
+# each client with a window of 64 (perftest keeps 128 sends in flight):
+# higher is better. 08's --event mode beside ib_send_lat -e (both sides asleep on
 # a completion channel), median one-way latency at 8 B. Soft-RoCE in an
 # emulated guest says nothing about real hardware: only the ratios mean
 # something, and no test ever passes or fails on them.
@@ -19,10 +23,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
-pair=0 reps=3 args=("$@")
+pair=0 reps=3 only="" args=("$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pair) pair=1; shift ;;
+    --only) [[ -n "${2:-}" ]] || { echo "bench: --only needs a row prefix" >&2; exit 2; }; only=$2; shift 2 ;;
     --reps) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --reps needs a count" >&2; exit 2; }; reps=$2; shift 2 ;;
     -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "bench: unknown option '$1'" >&2; exit 2 ;;
@@ -103,6 +108,25 @@ perftest_event_lat() {  # perftest_event_lat SIZE ITERS -> t_typical (us), ib_se
     "ib_send_lat -d $dev -x $gid_index -F -e -s $1 -n $2 $server_addr" |
     awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
 }
+ours_srq() {  # ours_srq SIZE ITERS -> Mpps: 4 clients on one SRQ, window 64 each, every record together (the server's line)
+  local out status=0
+  out=$(mktemp)
+  on_server "$build/subprojects/06_srq_credits/srq_credits" --size "$1" --window 64 >"$out" 2>&1 &
+  local spid=$! pids=()
+  for _ in 1 2 3 4; do
+    "$build/subprojects/06_srq_credits/srq_credits" -s "$server_addr" --size "$1" --records $(($2 / 4)) --wait-ms 30000 >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}" "$spid"; do wait "$p" || status=1; done
+  [[ $status -eq 0 ]] || { echo "bench: srq_credits failed:" >&2; cat "$out" >&2; }
+  awk -v s="$1" '/^all clients/ { f = 1 } f && $1 == s && NF == 4 { print $4 }' "$out"
+  rm -f "$out"
+}
+perftest_srq() {  # perftest_srq SIZE ITERS -> Mpps: 4 QPs on one SRQ, Sends
+  pair_run "ib_send_bw -d $dev -x $gid_index -F -s $1 -n $(($2 / 4)) -q 4 --use-srq" \
+    "ib_send_bw -d $dev -x $gid_index -F -s $1 -n $(($2 / 4)) -q 4 --use-srq $server_addr" |
+    awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
 echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per figure"
@@ -110,6 +134,7 @@ printf '%-40s %6s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"
 status=0
 row() {  # row LABEL SIZE ITERS OURS_FN THEIRS_FN
   local label=$1 size=$2 iters=$3 ours theirs scratch
+  [[ -z "$only" || "$label" == "$only"* ]] || return 0
   scratch=$(mktemp)
   ours=$(for _ in $(seq "$reps"); do "$4" "$size" "$iters"; "$5" "$size" "$iters" >>"$scratch"; done | median)
   theirs=$(median <"$scratch"); rm -f "$scratch"
@@ -123,5 +148,7 @@ row "04 rdma_write / ib_write_bw, Mpps" 64 20000 ours_bw perftest_bw
 row "04 rdma_write / ib_write_bw, Mpps" 4096 5000 ours_bw perftest_bw
 row "05 write_imm / ib_write_lat, median us" 8 1000 ours_lat perftest_lat
 row "05 write_imm / ib_write_lat, median us" 4096 1000 ours_lat perftest_lat
+row "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" 64 20000 ours_srq perftest_srq
+row "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" 4096 8000 ours_srq perftest_srq
 row "08 event_channel / ib_send_lat -e, median us" 8 1000 ours_event_lat perftest_event_lat
 exit "$status"

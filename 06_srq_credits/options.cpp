@@ -38,7 +38,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add(0, "plan", "", "server: print the SRQ arithmetic for these options, and exit",
              [&](std::string_view) { out.plan = true; });
   parser.add(0, "records", "N", "client: records to send before END (default 1000)",
-             [&](std::string_view v) { out.records = number(v, "--records", 0, 100000000); });
+             [&](std::string_view v) { out.records = number(v, "--records", 0, 16000000); });
   parser.add(0, "rnr-retry", "N", "client: retries after a 'receiver not ready' NAK, 0-7 (default 0: with credits "
                                   "an RNR NAK is a bug, so the first one fails)",
              [&](std::string_view v) { out.rnr_retry = static_cast<std::uint8_t>(number(v, "--rnr-retry", 0, 7)); });

@@ -3,8 +3,8 @@
 // One server, many clients, one receive queue: every client's QP takes its
 // Recvs from the server's SRQ, so the server sizes and refills one queue
 // for all of them. Credits keep each client inside the window the server
-// granted, so the SRQ never runs dry and no client can crowd out the
-// others. protocol.hpp has every message.
+// granted, so the SRQ never runs dry and no client that keeps to its
+// credits can crowd out the others. protocol.hpp has every message.
 //
 //   server:  srq_credits [--clients N] [--window N] [--srq-depth N] [--srq-limit N]
 //                        [--repost-batch N] [--credit-batch N] [--bind ADDR] [-p PORT]

@@ -7,8 +7,11 @@
 //   srq_credits.cpp    main: the device, a PD and a CQ, then either role
 //   srq.cpp            the SRQ: create, post Recvs in batches, arm the limit,
 //                      the async events (SRQ_LIMIT_REACHED, LAST_WQE_REACHED)
-//   server.cpp         N clients on one SRQ and one CQ: join, serve, return
-//                      credits, lose a client and keep going
+//   server.hpp         the server's state: its clients, the SRQ, the refill
+//   server.cpp         N clients on one SRQ and one CQ: take every
+//                      completion, check it, repost, return credits
+//   clients.cpp        clients joining (a QP on the SRQ, a window registered
+//                      for it alone) and going: ERR, drain, destroy
 //   client.cpp         stream records inside the window the server granted
 //   options.cpp        the command line
 // Stage 04's handshake comes from common/ (peer.hpp); stage 05's immediate

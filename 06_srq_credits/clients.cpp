@@ -1,0 +1,203 @@
+// The server's comings and goings (server.hpp has the state): a client
+// joining, with a QP on the shared SRQ and a window registered for it
+// alone; the async events; a client leaving (done, lost or dropped) through
+// ERR and a drain, and forgotten only between completions.
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/imm.hpp"
+#include "rdma_tutorial/send_window.hpp"
+#include "server.hpp"
+
+namespace stage06 {
+
+client* server::by_qp(std::uint32_t qp_num) {
+  for (auto& c : clients_) {
+    if (c->qp->qp_num == qp_num) return c.get();
+  }
+  return nullptr;
+}
+
+// A client connects: a QP on the shared SRQ (its own send queue, the
+// shared CQ), its window of slots, the walk to RTS, our endpoint back.
+void server::join() {
+  // The listener is readable: the client is there, accept takes it at once.
+  // Its endpoint gets at most a second: meanwhile nobody else is served.
+  const int handshake_ms = std::min(opts_.peer.wait_ms, 1000);
+  auto [socket, peer] = rdma::accept_peer(listener_, handshake_ms, handshake_ms);
+  const std::uint32_t number = joined_ + 1;
+  if (peer.length < 8 || peer.rkey == 0) {
+    throw rdma::tutorial_error("client " + std::to_string(number) + " exposes no credit word (" +
+                               std::to_string(peer.length) + " bytes)", "it is not a srq_credits client");
+  }
+  ibv_qp_init_attr init{};
+  init.send_cq = dev_.cq.get();
+  init.recv_cq = dev_.cq.get();
+  init.srq = srq_.get();  // Recvs come from the shared queue: no receive queue of its own
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = send_queue;
+  init.cap.max_send_sge = 1;
+  init.cap.max_inline_data = 8;  // the credit word travels inside the WQE
+  rdma::qp_ptr qp(rdma::check_ptr(ibv_create_qp(dev_.pd.get(), &init), "ibv_create_qp(on the SRQ)"));
+
+  // One registration per window (one region for all would hand every
+  // client an rkey that opens every other client's slots too).
+  char* slots = landing_.data() + std::size_t{number - 1} * sizing_.window * opts_.size;
+  const std::uint32_t length = sizing_.window * opts_.size;
+  rdma::mr_ptr window(rdma::check_ptr(ibv_reg_mr(dev_.pd.get(), slots, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+                                      "ibv_reg_mr(client " + std::to_string(number) + "'s window)"));
+  rdma::wire::endpoint ours = rdma::local_endpoint(dev_, qp.get());
+  ours.addr = reinterpret_cast<std::uintptr_t>(slots);
+  ours.rkey = window->rkey;
+  ours.length = length;
+  rdma::qp_params params = dev_.params;
+  params.min_rnr_timer = 12;
+  rdma::connect_to_peer(qp.get(), ours, peer, params);
+  rdma::tcp::send_endpoint(socket, ours, rdma::tcp::after_ms(opts_.peer.wait_ms));
+  std::printf("client %u %s: QP 0x%x on the SRQ <-> QP 0x%x, window %u slots (rkey 0x%x), credit word at 0x%llx\n",
+              number, socket.peer().c_str(), qp->qp_num, peer.qp_num, sizing_.window, window->rkey,
+              static_cast<unsigned long long>(peer.addr));
+  std::fflush(stdout);
+  ++joined_;
+  clients_.push_back(std::make_unique<client>(number, std::move(socket), peer, std::move(window), std::move(qp), slots, sizing_,
+                                              opts_.credit_batch.value_or(std::max(1u, sizing_.window / 2))));
+}
+
+void server::on_async_event(const ibv_async_event& e) {
+  switch (e.event_type) {
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      // Fewer than the limit are posted: repost everything consumed now,
+      // without waiting for a full batch, and arm the limit again.
+      refill_.on_limit_event();
+      return;
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      // A QP on an SRQ, moved to ERR, will take no more Recvs from it: now
+      // it may be destroyed (ibv_destroy_qp(3): wait for this event first).
+      // Only marked here: the event is acked after this handler returns, and
+      // ibv_destroy_qp waits for its QP's events to be acked.
+      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr && c->leaving && !c->drained) {
+        c->drained = true;
+        c->how_drained = "drained: IBV_EVENT_QP_LAST_WQE_REACHED";
+      }
+      return;
+    case IBV_EVENT_COMM_EST:
+      return;  // the first packet on a QP still in RTR: nothing to do
+    default:
+      std::printf("async event: %s\n", async_event_name(e.event_type).c_str());
+  }
+}
+
+// A client that must go: its QP to ERR (flushes its sends; no more of its
+// writes are accepted), its state kept until the QP is done with the SRQ.
+// The verbs' way to learn that is IBV_EVENT_QP_LAST_WQE_REACHED; Soft-RoCE
+// on Linux 6.1 never sends it (measured), so we also post a marker WR
+// after the move to ERR: it comes back flushed (IBV_WC_WR_FLUSH_ERR) after
+// everything the QP did before, whichever of the two comes first. Bounded
+// by --wait-ms.
+void server::let_go(client& c, parting how, const std::string& why) {
+  if (c.leaving) return;
+  if (how == parting::lost) ++lost_;
+  if (how == parting::dropped) ++dropped_;
+  if (how != parting::done) {
+    std::printf("client %u (QP 0x%x): %s; letting it go after %llu records\n", c.number, c.qp->qp_num, why.c_str(),
+                static_cast<unsigned long long>(c.records));
+  }
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  rdma::check_rc(ibv_modify_qp(c.qp.get(), &attr, IBV_QP_STATE), "ibv_modify_qp(client " + std::to_string(c.number) + " to ERR)");
+  c.leaving = true;
+  c.left_at = steady::now();
+  ibv_send_wr marker{};
+  marker.wr_id = drain_tag;
+  marker.opcode = IBV_WR_RDMA_WRITE;  // never executed: flushed
+  marker.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  // A full send queue refuses it (ENOMEM): then the event or --wait-ms decides.
+  (void)ibv_post_send(c.qp.get(), &marker, &bad);
+}
+
+void server::forget(client& c, const char* how) {
+  if (c.finished) {
+    std::printf("client %u: done, %llu records; QP destroyed (%s)\n", c.number,
+                static_cast<unsigned long long>(c.records), how);
+  } else {
+    std::printf("client %u: gone after %llu records; QP destroyed (%s); the others go on\n", c.number,
+                static_cast<unsigned long long>(c.records), how);
+  }
+  std::fflush(stdout);
+  for (auto it = clients_.begin(); it != clients_.end(); ++it) {
+    if (it->get() == &c) {
+      clients_.erase(it);
+      return;
+    }
+  }
+}
+
+// The TCP side: a client joining, one closing its connection, the async
+// events, deadlines. `wait_ms` > 0 when the loop has been idle a while.
+void server::look_around(int wait_ms) {
+  std::vector<pollfd> fds{{events_.fd(), POLLIN, 0}};
+  if (joined_ < sizing_.clients) fds.push_back({listener_.fd(), POLLIN, 0});
+  const std::size_t first_client = fds.size();
+  std::vector<client*> watched;  // the clients whose sockets are in fds
+  for (auto& c : clients_) {
+    if (c->leaving) continue;
+    fds.push_back({c->socket.fd(), POLLIN, 0});
+    watched.push_back(c.get());
+  }
+  rdma::check_errno(::poll(fds.data(), fds.size(), wait_ms), "poll");
+  if (fds[0].revents != 0) events_.drain([&](const ibv_async_event& e) { on_async_event(e); });
+  for (std::size_t i = 0; i < watched.size(); ++i) {
+    client& c = *watched[i];
+    if (fds[first_client + i].revents == 0 || c.leaving) continue;
+    if (rdma::tcp::peer_closed(c.socket)) {
+      let_go(c, c.finished ? parting::done : parting::lost,
+             c.finished ? "closed" : "closed its connection before END (killed?)");
+    } else {
+      // After the handshake the protocol has nothing to say over TCP.
+      let_go(c, parting::dropped, "sent bytes on its TCP connection after the handshake");
+    }
+  }
+  if (first_client == 2 && fds[1].revents != 0) {
+    // A client whose handshake fails costs only itself.
+    try {
+      join();
+    } catch (const std::exception& e) {
+      std::printf("a client could not join: %s\n", e.what());
+      std::fflush(stdout);
+    }
+  }
+
+  // Clients are forgotten here only, never while a completion or an event
+  // about them is being handled.
+  const auto now = steady::now();
+  const auto wait = std::chrono::milliseconds(opts_.peer.wait_ms);
+  for (std::size_t i = 0; i < clients_.size(); ++i) {
+    client& c = *clients_[i];
+    if (c.leaving && (c.drained || now - c.left_at > wait)) {
+      forget(c, c.drained ? c.how_drained : "neither its last WQE nor its marker came back within --wait-ms");
+      --i;
+    } else if (!c.leaving && !c.finished && now - c.last_heard > std::chrono::milliseconds(opts_.peer.accept_ms)) {
+      let_go(c, parting::dropped, "silent for " + std::to_string(opts_.peer.accept_ms) + " ms");
+    } else if (!c.leaving && c.finished && now - c.last_heard > wait) {
+      let_go(c, parting::done, "done");  // its last credits never confirmed: no reason to wait longer
+    }
+  }
+  if (joined_ < sizing_.clients && now > join_deadline_) {
+    throw rdma::tutorial_error(std::to_string(joined_) + " of " + std::to_string(sizing_.clients) +
+                                   " clients came within " + std::to_string(opts_.peer.accept_ms) + " ms",
+                               "start every client, or give --clients the number you start");
+  }
+}
+
+}  // namespace stage06

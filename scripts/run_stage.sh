@@ -94,11 +94,16 @@ else
   ( stdbuf -oL "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &
 fi
 server_pid=$!
+# Across two guests the server starts through the peer agent, which takes
+# seconds on a busy host: unless told otherwise, the clients retry their
+# connect for 30 s instead of their default 5.
+client_wait=()
+if [[ $pair == 1 && " ${both[*]} ${client_only[*]} " != *" --wait-ms "* ]]; then client_wait=(--wait-ms 30000); fi
 if [[ $clients -gt 0 ]]; then
   # Several clients at once; the first failure's status is kept.
   pids=()
   for ((i = 1; i <= clients; i++)); do
-    ( stdbuf -oL "$exe" -s "$server_addr" "${client_only[@]}" 2>&1 | label "client $i"; exit "${PIPESTATUS[0]}" ) &
+    ( stdbuf -oL "$exe" -s "$server_addr" "${client_wait[@]}" "${client_only[@]}" 2>&1 | label "client $i"; exit "${PIPESTATUS[0]}" ) &
     pids+=($!)
   done
   client_status=0
@@ -108,7 +113,7 @@ if [[ $clients -gt 0 ]]; then
   done
 else
   # The client retries its connect while the server starts (--wait-ms).
-  stdbuf -oL "$exe" -s "$server_addr" "${both[@]}" "${client_only[@]}" 2>&1 | label client
+  stdbuf -oL "$exe" -s "$server_addr" "${client_wait[@]}" "${both[@]}" "${client_only[@]}" 2>&1 | label client
   client_status=${PIPESTATUS[0]}
 fi
 wait "$server_pid"

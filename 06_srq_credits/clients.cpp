@@ -2,21 +2,15 @@
 // joining, with a QP on the shared SRQ and a window registered for it
 // alone; the async events; a client leaving (done, lost or dropped) through
 // ERR and a drain, and forgotten only between completions.
-#include <arpa/inet.h>
 #include <poll.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
-#include "rdma_tutorial/imm.hpp"
-#include "rdma_tutorial/send_window.hpp"
 #include "server.hpp"
 
 namespace stage06 {

@@ -20,10 +20,8 @@
 // clients join and go (finished, killed or misbehaving) without disturbing
 // the others. server.hpp holds the state both halves share.
 #include <arpa/inet.h>
-#include <poll.h>
 #include <sched.h>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>

@@ -59,6 +59,21 @@ constexpr std::array known_causes{
                 "with -p on both sides, or find it with 'ss -ltnp'"},
     known_cause{"bind", EADDRNOTAVAIL,
                 "--bind names an address this machine does not have (ip -br addr lists them)"},
+    // rdma_cm (stage 07): its calls fail as system calls do, -1 and errno.
+    known_cause{"rdma_create_event_channel", ENODEV,
+                "the rdma_ucm module is not loaded (modprobe rdma_ucm), or there is no RDMA device"},
+    known_cause{"rdma_resolve_addr", ENETUNREACH,
+                "no route to that address from here: it must be reachable through an interface with an RDMA "
+                "device on it ('ip route get ADDR', 'rdma link show')"},
+    known_cause{"rdma_resolve_addr", ENODEV,
+                "the interface that reaches that address has no RDMA device ('rdma link show')"},
+    known_cause{"rdma_bind_addr", EADDRINUSE,
+                "another rdma_cm program listens on this port (an earlier server still running?); pick another "
+                "with -p on both sides"},
+    known_cause{"rdma_bind_addr", EADDRNOTAVAIL,
+                "--bind names an address this machine does not have (ip -br addr lists them)"},
+    known_cause{"rdma_bind_addr", ENODEV,
+                "--bind names an address of an interface without an RDMA device ('rdma link show')"},
     known_cause{"", EPERM,
                 "this needs privileges; check that /dev/infiniband/* is accessible"},
 };

@@ -38,7 +38,8 @@ void option_parser::add_device_options(device_options& out) {
       [&out](std::string_view v) { out.gid_index = static_cast<int>(parse_integer(v, "--gid-index", 0, 65535)); });
 }
 
-void option_parser::add_peer_options(peer_options& out) {
+void option_parser::add_peer_options(peer_options& out, peer_channel channel) {
+  const bool cm = channel == peer_channel::rdma_cm;
   add('s', "server", "ADDR", "be the client of the server at ADDR (default: be the server)", [&out](std::string_view v) {
     if (v.empty()) throw usage_error("--server needs an address");
     out.server = std::string(v);
@@ -50,9 +51,11 @@ void option_parser::add_peer_options(peer_options& out) {
     }
     out.bind = std::string(v);
   });
-  add('p', "port", "N", "TCP port of the handshake (default 18515)",
+  add('p', "port", "N", cm ? "the rdma_cm port the server listens on (default 18515)" : "TCP port of the handshake (default 18515)",
       [&out](std::string_view v) { out.port = static_cast<std::uint16_t>(parse_integer(v, "--port", 1, 65535)); });
-  add(0, "wait-ms", "MS", "give up on a silent peer after MS: each handshake message, each completion (default 5000)",
+  add(0, "wait-ms", "MS",
+      cm ? "give up on a silent peer after MS: the connect, each completion, the disconnect (default 5000)"
+         : "give up on a silent peer after MS: each handshake message, each completion (default 5000)",
       [&out](std::string_view v) { out.wait_ms = static_cast<int>(parse_integer(v, "--wait-ms", 1, 3600000)); });
   add(0, "accept-ms", "MS", "server: give up when no client came, or finished, within MS (default 60000)",
       [&out](std::string_view v) { out.accept_ms = static_cast<int>(parse_integer(v, "--accept-ms", 1, 86400000)); });

@@ -22,15 +22,6 @@ std::uint16_t load_be16(const std::byte* at) {
   return static_cast<std::uint16_t>((std::to_integer<unsigned>(at[0]) << 8) | std::to_integer<unsigned>(at[1]));
 }
 
-void store_be64(std::byte* at, std::uint64_t v) {
-  store_be32(at, static_cast<std::uint32_t>(v >> 32));
-  store_be32(at + 4, static_cast<std::uint32_t>(v));
-}
-
-std::uint64_t load_be64(const std::byte* at) {
-  return (std::uint64_t{load_be32(at)} << 32) | load_be32(at + 4);
-}
-
 std::string hex(std::uint64_t v) {
   char text[24];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
@@ -51,6 +42,15 @@ std::uint32_t load_be32(const std::byte* at) {
   std::uint32_t v = 0;
   for (int i = 0; i < 4; ++i) v = (v << 8) | std::to_integer<std::uint32_t>(at[i]);
   return v;
+}
+
+void store_be64(std::byte* at, std::uint64_t v) {
+  store_be32(at, static_cast<std::uint32_t>(v >> 32));
+  store_be32(at + 4, static_cast<std::uint32_t>(v));
+}
+
+std::uint64_t load_be64(const std::byte* at) {
+  return (std::uint64_t{load_be32(at)} << 32) | load_be32(at + 4);
 }
 
 std::array<std::byte, endpoint_size> encode_endpoint(const endpoint& e) {

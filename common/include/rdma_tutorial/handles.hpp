@@ -16,6 +16,7 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -65,5 +66,16 @@ using srq_ptr = std::unique_ptr<ibv_srq, detail::deleter<ibv_srq, ibv_destroy_sr
 // after every CQ bound to it, and after acking every event it delivered).
 using comp_channel_ptr =
     std::unique_ptr<ibv_comp_channel, detail::deleter<ibv_comp_channel, ibv_destroy_comp_channel, "ibv_destroy_comp_channel">>;
+
+// Stage 07, rdma_cm. The event channel carries the events of every id made
+// on it: destroy it after them. rdma_destroy_id waits until every event of
+// that id has been acked (rdma_ack_cm_event): an unacked event blocks it.
+using event_channel_ptr =
+    std::unique_ptr<rdma_event_channel, detail::deleter<rdma_event_channel, rdma_destroy_event_channel, "rdma_destroy_event_channel">>;
+using cm_id_ptr = std::unique_ptr<rdma_cm_id, detail::deleter<rdma_cm_id, rdma_destroy_id, "rdma_destroy_id">>;
+// The QP that rdma_create_qp hangs on an id (id->qp): rdma_destroy_qp(id)
+// releases it. This handle points at the id but owns only its QP; declare
+// it after the id's handle (and after the MRs the QP may touch).
+using cm_qp_ptr = std::unique_ptr<rdma_cm_id, detail::deleter<rdma_cm_id, rdma_destroy_qp, "rdma_destroy_qp">>;
 
 }  // namespace rdma

@@ -65,8 +65,11 @@ class option_parser {
   // -d, -i and -g, writing into `out`.
   void add_device_options(device_options& out);
 
-  // -s, --bind, -p, --wait-ms, --accept-ms, writing into `out`.
-  void add_peer_options(peer_options& out);
+  // -s, --bind, -p, --wait-ms, --accept-ms, writing into `out`. The port
+  // is a TCP port for the handshake (stages 04-06, 08) or rdma_cm's own
+  // (stage 07 on); the help says which.
+  enum class peer_channel { tcp, rdma_cm };
+  void add_peer_options(peer_options& out, peer_channel channel = peer_channel::tcp);
 
   // After parse(): an option of one role given to the other is a usage
   // error. `client_only` lists the program's own client-only options;

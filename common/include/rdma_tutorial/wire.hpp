@@ -67,5 +67,7 @@ std::string describe(const endpoint& e);
 // Big-endian loads and stores, for the messages stages build on top of this.
 void store_be32(std::byte* at, std::uint32_t value);
 std::uint32_t load_be32(const std::byte* at);
+void store_be64(std::byte* at, std::uint64_t value);
+std::uint64_t load_be64(const std::byte* at);
 
 }  // namespace rdma::wire

@@ -126,3 +126,31 @@ TEST_CASE("a hang should be still broken, and exit code 0 with the symptom too")
   quiet_failure.out = "ibv_query_port(port 0) gave nonsense\n";
   CHECK_FALSE(judge(spec, quiet_failure).fixed);
 }
+
+TEST_CASE("a hang that is the symptom should be seen, through the checker's own line") {
+  const auto spec = parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: \\[exercise_check\\] no answer within\n// FIXED: y\n// TIMEOUT: 9\n");
+  run_result hung;
+  hung.timed_out = true;
+  hung.out = "resolving\n";
+  const auto j = judge(spec, hung);
+  CHECK(j.symptom_seen);
+  CHECK_FALSE(j.fixed);
+  CHECK(j.reason == "no answer within 9 s (killed)");
+  run_result done;
+  done.exit_code = 0;
+  done.out = "y\n";
+  CHECK_FALSE(judge(spec, done).symptom_seen);
+}
+
+TEST_CASE("an EXIT line should make that exit code, and only it, the fixed one") {
+  const auto spec = parse_exercise_spec(std::string(source) + "// EXIT: 1\n");
+  CHECK(spec.exit_code == 1);
+  run_result r;
+  r.exit_code = 1;
+  r.out = "  port 1\n    state        PORT_ACTIVE (4)\n";
+  CHECK(judge(spec, r).fixed);
+  CHECK(judge(spec, r).reason == "exit code 1");
+  r.exit_code = 0;
+  CHECK_FALSE(judge(spec, r).fixed);
+  CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// EXIT: no\n"), std::invalid_argument);
+}

@@ -62,6 +62,12 @@ exercise_spec parse_exercise_spec(std::string_view source) {
       } catch (const std::exception&) {
         throw std::invalid_argument("CLIENTS: expects a number, got '" + std::string(value) + "'");
       }
+    } else if (key == "EXIT") {
+      try {
+        spec.exit_code = std::stoi(std::string(value));
+      } catch (const std::exception&) {
+        throw std::invalid_argument("EXIT: expects an exit code, got '" + std::string(value) + "'");
+      }
     } else if (key == "TIMEOUT") {
       try {
         spec.timeout_seconds = std::stoi(std::string(value));
@@ -90,9 +96,14 @@ exercise_spec parse_exercise_spec(std::string_view source) {
   return spec;
 }
 
+std::string hang_line(const exercise_spec& spec) {
+  return "[exercise_check] no answer within " + std::to_string(spec.timeout_seconds) + " s (killed)";
+}
+
 judgement judge(const exercise_spec& spec, const run_result& run) {
   const std::regex symptom(spec.symptom);
-  const std::string output = run.all();
+  std::string output = run.all();
+  if (run.timed_out) output += "\n" + hang_line(spec);
   judgement j;
   j.symptom_seen = std::regex_search(output, symptom);
   static const std::regex likely_fix("^ +likely fix: (.*)$", std::regex::multiline);
@@ -103,24 +114,28 @@ judgement judge(const exercise_spec& spec, const run_result& run) {
   if (reported) j.checker_report = pick_line(output, &report);
   if (run.timed_out) {
     j.reason = "no answer within " + std::to_string(spec.timeout_seconds) + " s (killed)";
-    if (j.symptom_seen) j.reason += "; " + pick_line(output, &symptom);
+    if (j.symptom_seen) {
+      const std::string line = pick_line(output, &symptom);
+      if (line != hang_line(spec)) j.reason += "; " + line;
+    }
     return j;
   }
   if (j.symptom_seen) {
     j.reason = pick_line(output, &symptom);
-  } else if (run.exit_code != 0) {
+  } else if (run.exit_code != spec.exit_code) {
     j.reason = "exit code " + std::to_string(run.exit_code) + ": " + pick_line(run.err.empty() ? run.out : run.err, nullptr);
   } else if (reported) {
-    j.reason = "exit code 0, but a memory checker reported: " + j.checker_report;
+    j.reason = "exit code " + std::to_string(run.exit_code) + ", but a memory checker reported: " + j.checker_report;
   } else {
     for (const auto& wanted : spec.fixed) {
       if (!std::regex_search(output, std::regex(wanted, std::regex::multiline))) {
-        j.reason = "exit code 0, but the output lacks what a fixed run prints: /" + wanted + "/";
+        j.reason = "exit code " + std::to_string(run.exit_code) + ", but the output lacks what a fixed run prints: /" +
+                   wanted + "/";
         return j;
       }
     }
     j.fixed = true;
-    j.reason = "exit code 0";
+    j.reason = "exit code " + std::to_string(run.exit_code);
   }
   return j;
 }

@@ -18,8 +18,15 @@
 //                                                  all started at once with ARGS;
 //                                                  default 1)
 //   // TIMEOUT: 30                                (seconds, optional)
+//   // EXIT: 1                                    (the exit code of a fixed run,
+//                                                  default 0: for an exercise whose
+//                                                  program must fail, clearly)
 //
-// A run is "fixed" when the program (both peers, in a two-peer stage) exits 0 within the timeout, its output
+// A run still going at the timeout is killed, and judged with one more line
+// after its output, "[exercise_check] no answer within N s (killed)": an
+// exercise whose symptom is a hang names that line in its SYMPTOM.
+//
+// A run is "fixed" when the program (both peers, in a two-peer stage) exits 0 (or EXIT) within the timeout, its output
 // does not show the symptom, shows every FIXED line, and carries no report
 // of a memory checker (ASan, UBSan, LSan, memcheck). So a "fix" that only
 // makes the symptom go away (a loop that visits no port at all) is still
@@ -46,6 +53,7 @@ struct exercise_spec {
   std::vector<std::string> server_args;
   int clients = 1;
   int timeout_seconds = 30;
+  int exit_code = 0;  // what a fixed run returns (EXIT:)
 };
 
 // Throws std::invalid_argument naming the missing or malformed line.
@@ -60,5 +68,7 @@ struct judgement {
 };
 
 judgement judge(const exercise_spec& spec, const run_result& run);
+// The line a killed run is judged with: "[exercise_check] no answer within N s (killed)".
+std::string hang_line(const exercise_spec& spec);
 
 }  // namespace rdma::testing

@@ -9,6 +9,19 @@ have_active_port() {
   grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state
 }
 
+# The IPv4 address rdma_cm programs use here: $RDMA_TUTORIAL_IPV4, the
+# guest's ($RXE_VM_IPV4), or the first one on a netdev that has an RDMA link.
+rdma_ipv4() {
+  local v=${RDMA_TUTORIAL_IPV4:-${RXE_VM_IPV4:-}} netdev
+  if [[ -z "$v" ]]; then
+    for netdev in $(rdma link show 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p'); do
+      v=$(ip -4 -br addr show dev "$netdev" 2>/dev/null | awk '{ sub(/\/.*/, "", $3); print $3 }')
+      [[ -n "$v" ]] && break
+    done
+  fi
+  [[ -n "$v" ]] && echo "$v"
+}
+
 # True when scripts/rxe_vm.sh can boot a guest here: qemu and an installed
 # kernel that ships rdma_rxe.
 guest_available() {

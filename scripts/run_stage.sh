@@ -4,7 +4,8 @@
 #
 #   01_devices/run.sh [ARGS...]                  the stage's program with ARGS
 #   04_rdma_write/run.sh [ARGS...] [--client ARGS...]
-#         two-peer stages: the server, then the client (-s 127.0.0.1); ARGS
+#         two-peer stages: the server, then the client (-s 127.0.0.1, or for
+#         rdma_cm from stage 07 on, the RDMA interface's address); ARGS
 #         go to both, those after --client to the client only; each line of
 #         output is labelled [server] or [client]
 #   06_srq_credits/run.sh [ARGS...] [--client ARGS...]
@@ -89,6 +90,11 @@ label() { sed -u "s/^/[$1] /"; }
 if [[ $pair == 1 ]]; then
   server_addr=192.0.2.2
   ( scripts/on_peer.sh --timeout 300 -- "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &
+elif grep -q -- 'rdma_cm port' <<<"$help_text"; then
+  # rdma_cm (stage 07 on) needs the address of an interface with an RDMA
+  # device; 127.0.0.1 has none.
+  server_addr=$(rdma_ipv4) || { echo "run: no IPv4 address on an RDMA interface; set RDMA_TUTORIAL_IPV4" >&2; exit 2; }
+  ( stdbuf -oL "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &
 else
   server_addr=127.0.0.1
   ( stdbuf -oL "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &

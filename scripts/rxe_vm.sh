@@ -9,7 +9,9 @@
 # (plus any --share DIR) writable at the same paths, so binaries built on the
 # host run unchanged inside. The guest has no network card: rxe0 sits on a
 # dummy0 interface holding 192.0.2.1/24 (a documentation address that exists
-# only inside the guest; rdma_cm needs a routable address, 127.x is not enough).
+# only inside the guest; rdma_cm needs a routable address, 127.x is not enough),
+# beside dummy1 (203.0.113.1/24, ARP on, no RDMA device): a subnet where
+# nobody answers, for stage 07's unreachable addresses.
 #
 # The command runs in the current directory, its output streams back, and its
 # exit status becomes this script's. A guest that does not finish within the
@@ -181,6 +183,12 @@ write_job() {
     fi
     printf 'ip addr add %s/24 dev %s && ip link set %s up || { echo "rxe_vm: could not set up %s" >&2; exit 125; }\n' \
       "$address" "$netdev" "$netdev" "$netdev"
+    if [[ $netdev == dummy0 ]]; then
+      # A subnet where ARP is asked and nobody answers, as on a real LAN
+      # (dummy0 has no ARP at all): stage 07's address nobody owns,
+      # 203.0.113.99, ends in ADDR_ERROR there. No RDMA device on it.
+      echo 'ip link add dummy1 type dummy && ip link set dummy1 arp on && ip addr add 203.0.113.1/24 dev dummy1 && ip link set dummy1 up || { echo "rxe_vm: could not set up dummy1" >&2; exit 125; }'
+    fi
     if [[ $with_rxe == 1 ]]; then
       printf 'rdma link add rxe0 type rxe netdev %s || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }\n' "$netdev"
       echo 'i=0; until grep -qs ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do'

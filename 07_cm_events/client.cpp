@@ -1,0 +1,214 @@
+// The client's story: find the server by its IP address, connect, learn
+// where its region is from the connection itself, write into it, read it
+// back, say so, disconnect. (protocol.hpp has the messages in order.)
+//
+// Each rdma_cm call only starts a step; its event says how the step ended,
+// and an error event at any step ends the program with that step named.
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "rdma_tutorial/buffer.hpp"
+#include "rdma_tutorial/completion.hpp"
+#include "stage.hpp"
+
+namespace stage07 {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+sockaddr_in server_address(const options& opts) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(opts.peer.port);
+  if (inet_pton(AF_INET, opts.peer.server.c_str(), &sa.sin_addr) != 1) {
+    throw rdma::usage_error("-s takes an IPv4 address, got '" + opts.peer.server + "'");
+  }
+  return sa;
+}
+
+// A new id, its address and route resolved: the device and port that reach
+// the server, and the path to it. Both steps are bounded by rdma_cm itself
+// (--resolve-ms), which ends each with an event, good or bad.
+rdma::cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, const std::string& to,
+                        const options& opts, bool say) {
+  rdma_cm_id* raw = nullptr;
+  rdma::check_errno(rdma_create_id(channel, &raw, nullptr, RDMA_PS_TCP), "rdma_create_id");
+  rdma::cm_id_ptr id(raw);
+  if (opts.ack_timeout) {
+    // The QP's ACK timeout, which rdma_cm otherwise takes from the route
+    // (for RoCE, a fixed packet lifetime: 2 s and more per try).
+    std::uint8_t timeout = *opts.ack_timeout;
+    rdma::check_errno(rdma_set_option(id.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout),
+                      "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+  }
+
+  // The address: the route table picks our interface, ARP finds the
+  // server's MAC, and rdma_cm the RDMA device on that interface.
+  sockaddr_in dst = server;
+  const std::string addr_step = "rdma_resolve_addr(" + to + ")";
+  rdma::check_errno(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), opts.resolve_ms),
+                    addr_step);
+  await(channel, RDMA_CM_EVENT_ADDR_RESOLVED, addr_step, cm_bounds_it);
+  if (say) std::printf("ADDR_RESOLVED: %s\n", describe_id(id.get()).c_str());
+
+  // The route: for RoCE, the GIDs and the Ethernet path (no subnet manager).
+  const std::string route_step = "rdma_resolve_route(" + to + ")";
+  rdma::check_errno(rdma_resolve_route(id.get(), opts.resolve_ms), route_step);
+  await(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, route_step, cm_bounds_it);
+  if (say) std::printf("ROUTE_RESOLVED\n");
+  return id;
+}
+
+// Posts one work request and waits for its completion. A failed status is
+// thrown with how long the device tried: for a dead peer, that is the
+// detection time (retry_count resends, each after the ACK timeout).
+void post_and_wait(const on_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_ms, const std::string& what,
+                   bool say) {
+  ibv_send_wr* bad = nullptr;
+  const auto posted = clock::now();
+  rdma::check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send(" + what + ")");
+  ibv_wc wc{};
+  try {
+    wc = rdma::poll_one(dev.cq.get(), wait_ms, what);
+  } catch (const rdma::tutorial_error& e) {
+    if (wr.opcode != IBV_WR_RDMA_READ) throw;
+    // A Read waits at our end for a free read slot: max_rd_atomic 0 (the
+    // server granted no responder_resources) means it never leaves.
+    throw rdma::tutorial_error(e.what(), "is max_rd_atomic 0 in the QP line above? Then the server's rdma_accept "
+                                         "granted responder_resources 0: no RDMA Read can ever be served");
+  }
+  if (wc.status != IBV_WC_SUCCESS) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - posted).count();
+    throw rdma::tutorial_error(what + " failed " + std::to_string(ms) + " ms after it was posted: " +
+                                   rdma::describe_wc(wc),
+                               rdma::wc_status_hint(wc.status));
+  }
+  if (say) std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
+}
+
+}  // namespace
+
+int run_client(const options& opts, rdma_event_channel* channel) {
+  const sockaddr_in server = server_address(opts);
+  const std::string to = opts.peer.server + ":" + std::to_string(opts.peer.port);
+  rdma::cm_id_ptr id = resolve(channel, server, to, opts, true);
+
+  // Everything on the device rdma_cm chose for the address.
+  const on_device dev = open_on(id.get(), 4);
+  // What we write from (the payload, then the notice), and where the RDMA
+  // Read puts the copy: the device writes there, so LOCAL_WRITE. Nothing of
+  // ours is open to the server.
+  const rdma::registered_buffer source(dev.pd.get(), opts.size + notice_size, 0, "payload");
+  const rdma::registered_buffer copy(dev.pd.get(), opts.size, IBV_ACCESS_LOCAL_WRITE, "read-back copy");
+  const std::span<char> payload = source.bytes().first(opts.size);
+  fill_payload(payload);
+  rdma::cm_qp_ptr qp = create_qp(id.get(), dev, 2);
+  std::printf("QP 0x%x: made by rdma_create_qp, already in INIT (rdma_cm moves it to RTR and RTS)\n",
+              id->qp->qp_num);
+
+  // What the server needs to know travels in the connect request itself.
+  const auto hello_bytes = encode_hello({opts.size});
+  rdma_conn_param param{};
+  param.private_data = hello_bytes.data();
+  param.private_data_len = hello_size;
+  param.initiator_depth = opts.initiator_depth;  // RDMA Reads we keep in flight (the QP's max_rd_atomic)
+  param.responder_resources = 0;                 // we answer no reads: nothing here is readable
+  param.retry_count = opts.retry_count;          // < 7, or a dead peer is retried forever
+  param.rnr_retry_count = opts.rnr_retry_count;
+  const std::string connect_step = "rdma_connect(" + to + ")";
+  const auto deadline = clock::now() + std::chrono::milliseconds(opts.peer.wait_ms);
+  cm_event established;
+  for (;;) {
+    rdma::check_errno(rdma_connect(id.get(), &param), connect_step);
+    // Our own deadline: an unanswered connect request is retried by the CM
+    // for about 100 s before UNREACHABLE arrives.
+    established = next_event(channel, ms_left(deadline), "answer to " + connect_step + " (ESTABLISHED)",
+                             "is a server running there? The CM would retry for about 100 s before "
+                             "RDMA_CM_EVENT_UNREACHABLE; --wait-ms bounds our wait");
+    if (established.type == RDMA_CM_EVENT_ESTABLISHED) break;
+    // Nobody listens yet: a server started beside us may still be on its
+    // way. A rejected id cannot connect again; take a new one and retry
+    // until --wait-ms. (The device stays the same for the same address.)
+    const bool nobody_listens = established.type == RDMA_CM_EVENT_REJECTED && established.status == 8;
+    if (!nobody_listens || ms_left(deadline) < 200) {
+      throw explain(established, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), connect_step);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rdma::cm_id_ptr next = resolve(channel, server, to, opts, false);
+    if (next->verbs != dev.pd->context) {
+      throw rdma::tutorial_error(connect_step + ": the address is now reached through another device");
+    }
+    qp.reset();
+    id = std::move(next);
+    qp = create_qp(id.get(), dev, 2);
+  }
+  // The server's private data: copied out of the event before it was acked.
+  const region peer = decode_region(established.private_data);
+  std::printf("ESTABLISHED: %s; the server's region: %u bytes at 0x%llx, rkey 0x%x\n", describe_id(id.get()).c_str(),
+              peer.length, static_cast<unsigned long long>(peer.addr), peer.rkey);
+  std::printf("%s\n", describe_qp(id->qp).c_str());
+  if (opts.size > peer.length) {
+    throw rdma::tutorial_error("the server accepted " + std::to_string(opts.size) + " bytes but offers " +
+                               std::to_string(peer.length));
+  }
+
+  ibv_sge write_sge{reinterpret_cast<std::uintptr_t>(payload.data()), opts.size, source.lkey()};
+  ibv_sge read_sge{reinterpret_cast<std::uintptr_t>(copy.data()), opts.size, copy.lkey()};
+  for (std::uint32_t round = 0; round < opts.iters; ++round) {
+    const bool say = round == 0;
+    ibv_send_wr wr{};
+    wr.wr_id = 1;
+    wr.sg_list = &write_sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = peer.addr;
+    wr.wr.rdma.rkey = peer.rkey;
+    if (say) std::printf("RDMA Write: %u bytes to 0x%llx\n", opts.size, static_cast<unsigned long long>(peer.addr));
+    post_and_wait(dev, id->qp, wr, opts.peer.wait_ms, "the RDMA Write", say);
+
+    // An RDMA Read: the server's QP answers it without its CPU, using one
+    // of the responder resources it granted in rdma_accept.
+    std::memset(copy.data(), 0, copy.size());
+    wr.wr_id = 2;
+    wr.sg_list = &read_sge;
+    wr.opcode = IBV_WR_RDMA_READ;
+    if (say) std::printf("RDMA Read: %u bytes back from 0x%llx\n", opts.size, static_cast<unsigned long long>(peer.addr));
+    post_and_wait(dev, id->qp, wr, opts.peer.wait_ms, "the RDMA Read", say);
+    if (say) std::fflush(stdout);  // a long run (--iters) shows its first round at once
+    if (std::memcmp(copy.data(), payload.data(), opts.size) != 0) {
+      throw rdma::tutorial_error("round " + std::to_string(round + 1) + ": what we read back differs from what we wrote");
+    }
+  }
+  const std::uint32_t sum = fnv1a(payload);
+  std::printf("read back %u bytes %u time(s), each the same as written: \"%.*s\", fnv1a 0x%08x\n", opts.size,
+              opts.iters, static_cast<int>(std::min<std::size_t>(opts.size, payload_text.size())), payload.data(), sum);
+
+  // The notice: the server's CPU saw neither the writes nor the reads.
+  const auto notice_bytes = encode_notice({opts.size, sum});
+  char* notice_at = source.data() + opts.size;
+  std::memcpy(notice_at, notice_bytes.data(), notice_size);
+  ibv_sge notice_sge{reinterpret_cast<std::uintptr_t>(notice_at), notice_size, source.lkey()};
+  ibv_send_wr wr{};
+  wr.wr_id = 3;
+  wr.sg_list = &notice_sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+  std::printf("notice by Send: %u bytes, fnv1a 0x%08x\n", opts.size, sum);
+  post_and_wait(dev, id->qp, wr, opts.peer.wait_ms, "the notice", true);
+
+  // Leaving, the rdma_cm way: a disconnect request both sides see as an event.
+  rdma::check_errno(rdma_disconnect(id.get()), "rdma_disconnect");
+  await(channel, RDMA_CM_EVENT_DISCONNECTED, "rdma_disconnect", opts.peer.wait_ms);
+  std::printf("DISCONNECTED\n");
+  return 0;
+}
+
+}  // namespace stage07

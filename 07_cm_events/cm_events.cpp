@@ -1,0 +1,104 @@
+// Stage 07 — connections the rdma_cm way.
+//
+// Stage 04's story again (the server exposes a region, the client writes
+// into it, then says so), with the TCP side channel gone: rdma_cm finds
+// the device for an IP address, carries our few bytes of setup in its own
+// messages (private data), and walks the QPs to RTS itself. Every step it
+// takes ends with an event on a channel; reading those events, and acting
+// on every one of them, is the lesson. protocol.hpp has the messages.
+//
+//   server:  cm_events [--bind ADDR] [-p PORT] [--size BYTES] [--responder-resources N]
+//   client:  cm_events -s ADDR [-p PORT] [--size BYTES] [--resolve-ms MS]
+//                      [--retry-count N] [--rnr-retry-count N] [--initiator-depth N] [--iters N]
+//   both:    [--wait-ms MS]; server: [--accept-ms MS]
+//
+// Read it beside docs/07-cm-events.md; stage.hpp lists the files in reading order.
+#include <arpa/inet.h>
+
+#include <cstdio>
+
+#include "rdma_tutorial/device.hpp"
+#include "rdma_tutorial/main.hpp"
+#include "rdma_tutorial/qp.hpp"
+#include "stage.hpp"
+
+namespace stage07 {
+
+namespace {
+
+std::string address_text(const sockaddr* sa) {
+  if (sa == nullptr || sa->sa_family != AF_INET) return "?";
+  const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+  char text[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+  return std::string(text) + (in->sin_port != 0 ? ":" + std::to_string(ntohs(in->sin_port)) : "");
+}
+
+}  // namespace
+
+on_device open_on(rdma_cm_id* id, int cq_entries) {
+  // id->verbs is the device rdma_cm picked for the address: the one whose
+  // interface holds it (server) or routes to it (client). Ours to use,
+  // librdmacm's to close.
+  on_device dev;
+  dev.pd.reset(rdma::check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
+  dev.cq.reset(rdma::check_ptr(ibv_create_cq(id->verbs, cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
+  return dev;
+}
+
+std::string describe_id(rdma_cm_id* id) {
+  return std::string(ibv_get_device_name(id->verbs->device)) + " port " + std::to_string(id->port_num) + ", " +
+         address_text(rdma_get_local_addr(id)) + " -> " + address_text(rdma_get_peer_addr(id));
+}
+
+rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev, std::uint32_t send_wr) {
+  ibv_qp_init_attr attr{};
+  attr.send_cq = dev.cq.get();
+  attr.recv_cq = dev.cq.get();
+  attr.qp_type = IBV_QPT_RC;
+  attr.cap.max_send_wr = send_wr;
+  attr.cap.max_recv_wr = 1;  // the server's one Recv for the notice
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = notice_size;
+  rdma::check_errno(rdma_create_qp(id, dev.pd.get(), &attr), "rdma_create_qp");
+  return rdma::cm_qp_ptr(id);
+}
+
+std::string describe_qp(ibv_qp* qp) {
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  rdma::check_rc(ibv_query_qp(qp, &attr,
+                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                  IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC,
+                              &init),
+                 "ibv_query_qp");
+  const double timeout_ms = 4.096e-3 * static_cast<double>(1ULL << attr.timeout);
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "QP 0x%x as rdma_cm left it: %s, timeout %u (%.0f ms), retry_cnt %u, rnr_retry %u, max_rd_atomic %u, "
+                "max_dest_rd_atomic %u",
+                qp->qp_num, rdma::qp_state_name(attr.qp_state).c_str(), attr.timeout, timeout_ms, attr.retry_cnt,
+                attr.rnr_retry, attr.max_rd_atomic, attr.max_dest_rd_atomic);
+  return text;
+}
+
+}  // namespace stage07
+
+int main(int argc, char** argv) {
+  return rdma::run_main("cm_events", [&] {
+    stage07::options opts;
+    if (!stage07::parse_options(argc, argv, opts)) return 0;
+
+    // rdma_cm finds the device itself, from an address; but with no device
+    // at all it would only say "No such device". Stage 01's check says why.
+    rdma::get_device_list();
+
+    // One channel for every event of every id we make (the server's
+    // connection ids inherit it from the listening id).
+    const rdma::event_channel_ptr channel(
+        rdma::check_ptr(rdma_create_event_channel(), "rdma_create_event_channel"));
+    return opts.peer.is_client() ? stage07::run_client(opts, channel.get())
+                                 : stage07::run_server(opts, channel.get());
+  });
+}

@@ -1,0 +1,144 @@
+// EXERCISE: act on every event, not only the one you wait for
+// SYMPTOM: \[exercise_check\] no answer within
+// FIXED: rdma_resolve_addr\(203\.0\.113\.99:18515\): RDMA_CM_EVENT_ADDR_ERROR \(status -110, ETIMEDOUT\)
+// ARGS: -s 203.0.113.99 --resolve-ms 2000
+// EXIT: 1
+// TIMEOUT: 20
+//
+// This is events.cpp with one bug. Build and check it with
+//   scripts/check_exercise.sh drops_error_events
+// (203.0.113.99 is on the guest's dummy1, a subnet where ARP is asked and
+// nobody answers; scripts/rxe_vm.sh sets it up.)
+//
+// TODO: pointed at an address nobody owns, the client prints nothing and
+// never ends, though rdma_resolve_addr was given 2000 ms. A fixed client
+// fails within about 3 s, naming the step and the event (and so exits 1:
+// that is the right answer here). Read what await() does with an event
+// that is not the one it waits for. (Hint: docs/07-cm-events.md, section
+// "Every event is an answer".)
+// The lesson's heart: rdma_cm tells us how each step went by an event on
+// the channel, never by the call's return value. rdma_resolve_addr returning
+// 0 only means "started"; ADDR_RESOLVED or ADDR_ERROR says how it ended.
+//
+//   rdma_get_cm_event   take the next event (blocks: we poll() its fd first,
+//                       so a step of ours can have a deadline)
+//   copy what we need   private data and connection parameters live inside
+//                       the event and are gone once it is acked
+//   rdma_ack_cm_event   give it back; rdma_destroy_id waits until every event
+//                       of that id has been acked
+//   judge it            the event we wanted, an error event of the step (with
+//                       its meaning and fix), or anything else: named, fatal
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "rdma_tutorial/error.hpp"
+#include "stage.hpp"
+
+namespace stage07 {
+
+namespace {
+
+// What an event means when it ends a step badly, and what usually fixes it.
+struct meaning {
+  rdma_cm_event_type type;
+  const char* what;
+  const char* fix;
+};
+
+// The dispatch table: every error event rdma_cm can end a step with.
+constexpr meaning error_events[] = {
+    {RDMA_CM_EVENT_ADDR_ERROR, "no local RDMA device reaches that address",
+     "nobody answered ARP for it within --resolve-ms, or the interface of its subnet has no RDMA device: check the "
+     "address, `ip route get ADDR` and `rdma link show`"},
+    {RDMA_CM_EVENT_ROUTE_ERROR, "no path to the peer through the chosen device",
+     "the device's GID table lacks the interface's address (`rdma link show`, `ip addr`); try a longer --resolve-ms"},
+    {RDMA_CM_EVENT_CONNECT_ERROR, "the connection failed while it was being set up",
+     "the peer's CM answered but the connection could not be completed; see the peer's output"},
+    {RDMA_CM_EVENT_UNREACHABLE, "the peer's CM never answered the connect request",
+     "is a server running on that address? Is the address on the same Ethernet as ours?"},
+    {RDMA_CM_EVENT_REJECTED, "the peer rejected the connection", ""},
+    {RDMA_CM_EVENT_DEVICE_REMOVAL, "the RDMA device went away",
+     "the rxe link was deleted or its driver unloaded: `rdma link show`"},
+    {RDMA_CM_EVENT_DISCONNECTED, "the peer disconnected", "see the peer's output for why it left"},
+};
+
+}  // namespace
+
+// The IB CM's reject reasons a reader meets here (IBTA 12.6.7.2).
+std::string reject_reason(int status) {
+  switch (status) {
+    case 8: return "nobody listens on that address and port (reason 8, invalid service ID)";
+    case 28: return "the server's own reason (reason 28, consumer reject)";
+    default: return "reason " + std::to_string(status);
+  }
+}
+
+std::string describe_status(rdma_cm_event_type type, int status) {
+  if (type == RDMA_CM_EVENT_REJECTED) return reject_reason(status);
+  if (status < 0) return "status " + std::to_string(status) + ", " + rdma::errno_name(-status);
+  return "status " + std::to_string(status);
+}
+
+rdma::tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step) {
+  const std::string got = std::string(rdma_event_str(ev.type)) + " (" + describe_status(ev.type, ev.status) + ")";
+  for (const meaning& m : error_events) {
+    if (m.type != ev.type) continue;
+    std::string message = std::string(step) + ": " + got + ": " + m.what;
+    std::string fix = m.fix;
+    if (ev.type == RDMA_CM_EVENT_REJECTED) {
+      if (ev.status == 8) {
+        fix = "start the server first, or check -p";
+      } else if (ev.status == 28) {
+        message += ": \"" + reject_text(ev.private_data) + "\"";
+      }
+    }
+    return rdma::tutorial_error(message, fix);
+  }
+  return rdma::tutorial_error(std::string(step) + ": unexpected " + got + " while waiting for " + std::string(wanted));
+}
+
+int ms_left(std::chrono::steady_clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+  return static_cast<int>(std::max<long>(left, 0));
+}
+
+cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for, std::string_view hint) {
+  // poll() first: rdma_get_cm_event itself would block for as long as it
+  // takes. wait_ms < 0 waits as long as the CM takes (see await).
+  pollfd pfd{channel->fd, POLLIN, 0};
+  const int ready = rdma::check_errno(poll(&pfd, 1, wait_ms), "poll(the CM event channel)");
+  if (ready == 0) {
+    throw rdma::tutorial_error("no " + std::string(waiting_for) + " within " + std::to_string(wait_ms) + " ms",
+                               std::string(hint));
+  }
+  rdma_cm_event* event = nullptr;
+  rdma::check_errno(rdma_get_cm_event(channel, &event), "rdma_get_cm_event");
+  cm_event copy;
+  copy.type = event->event;
+  copy.status = event->status;
+  copy.id = event->id;  // for CONNECT_REQUEST: a new id, ours to destroy
+  const rdma_conn_param& conn = event->param.conn;
+  if (conn.private_data != nullptr) {
+    const auto* data = static_cast<const std::byte*>(conn.private_data);
+    copy.private_data.assign(data, data + conn.private_data_len);
+  }
+  copy.responder_resources = conn.responder_resources;
+  copy.initiator_depth = conn.initiator_depth;
+  // Acked at once, everything we need copied: an event left unacked would
+  // make rdma_destroy_id of its id wait forever.
+  rdma::check_errno(rdma_ack_cm_event(event), "rdma_ack_cm_event");
+  return copy;
+}
+
+cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms) {
+  cm_event ev = next_event(channel, wait_ms, std::string(rdma_event_str(want)) + " after " + std::string(step));
+  while (ev.type != want) ev = next_event(channel, wait_ms, rdma_event_str(want));  // TODO
+  return ev;
+}
+
+}  // namespace stage07

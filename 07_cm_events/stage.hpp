@@ -1,0 +1,108 @@
+// Stage 07 — connections the rdma_cm way (docs/07-cm-events.md).
+//
+// Reading order, as the chapter tells it:
+//   protocol.hpp     stage 04's story with the TCP side channel gone: who
+//                    sends what, in which CM message, which event it raises
+//   cm_events.cpp    main; the device rdma_cm chose, and our QP on an id
+//   events.cpp       how a step ends: an event, copied, acked, judged
+//   client.cpp       resolve the address and the route, connect, write,
+//                    read back, tell, disconnect
+//   server.cpp       listen, accept on the request's own id, wait for the
+//                    notice and the disconnect
+//   protocol.cpp     the private data, byte by byte
+//   options.cpp      the command line
+// Stage 04 did by hand what rdma_cm does here: the TCP meeting, the endpoint
+// exchange, the GID choice, the walk to RTS (rdma_cm moves our QP through
+// INIT, RTR and RTS as the connection is made).
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/handles.hpp"
+#include "rdma_tutorial/options.hpp"
+
+namespace stage07 {
+
+// options.cpp
+struct options {
+  rdma::peer_options peer;               // -s, --bind, -p, --wait-ms, --accept-ms
+  std::uint32_t size = 4096;             // server: the region's size; client: bytes to write and read back
+  int resolve_ms = 2000;                 // client: rdma_resolve_addr's and rdma_resolve_route's timeout
+  std::uint8_t retry_count = 3;          // client: resends before IBV_WC_RETRY_EXC_ERR (< 7)
+  std::uint8_t rnr_retry_count = 3;      // client: retries after RNR NAKs (< 7: 7 is forever)
+  std::uint8_t initiator_depth = 1;      // client: RDMA Reads we keep in flight
+  std::uint8_t responder_resources = 1;  // server: RDMA Reads of the peer it answers at once
+  std::uint32_t iters = 1;               // client: rounds of write, read back, compare
+  std::optional<std::uint8_t> ack_timeout;  // client: the QP's ACK timeout; unset: rdma_cm's
+};
+
+// Returns false after --help. Throws rdma::usage_error on a bad command line.
+bool parse_options(int argc, const char* const* argv, options& out);
+
+// cm_events.cpp. What we create on the device rdma_cm chose for an id
+// (id->verbs; librdmacm owns that context, we never close it). Members in
+// teardown order.
+struct on_device {
+  rdma::pd_ptr pd;
+  rdma::cq_ptr cq;
+};
+on_device open_on(rdma_cm_id* id, int cq_entries);
+// "rxe0 port 1, 192.0.2.1 -> 192.0.2.1:18515"
+std::string describe_id(rdma_cm_id* id);
+// rdma_create_qp: an RC QP on the id, on dev's PD and CQ, with room for
+// `send_wr` sends and one receive. rdma_cm walks it to INIT at once and on
+// to RTR and RTS while the connection is made.
+rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev, std::uint32_t send_wr);
+// What rdma_cm set on the QP, from ibv_query_qp: "QP 0x11 as rdma_cm left
+// it: RTS, timeout 19 (2147 ms), retry_cnt 3, rnr_retry 3, max_rd_atomic 1,
+// max_dest_rd_atomic 0"
+std::string describe_qp(ibv_qp* qp);
+
+// events.cpp. One event, copied out of the library's struct and acked.
+struct cm_event {
+  rdma_cm_event_type type{};
+  int status = 0;
+  rdma_cm_id* id = nullptr;  // the id it is about; for CONNECT_REQUEST a new one, ours to destroy
+  std::vector<std::byte> private_data;
+  std::uint8_t responder_resources = 0;
+  std::uint8_t initiator_depth = 0;
+};
+// No deadline of ours: for steps that rdma_cm itself bounds (address and
+// route resolution end within their timeout_ms, with an event either way).
+inline constexpr int cm_bounds_it = -1;
+// What is left of a deadline, in ms (0 once it passed): a wait_ms.
+int ms_left(std::chrono::steady_clock::time_point deadline);
+// The next event within wait_ms (cm_bounds_it: as long as it takes), copied
+// and acked; otherwise throws "no <waiting_for> within N ms", with `hint`.
+cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for,
+                    std::string_view hint = {});
+// Waits for `want`, the event that ends `step` well ("rdma_resolve_addr(ADDR)");
+// anything else is thrown as explain() says.
+cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms);
+// The dispatch table (pure): an error event of a step with its meaning and
+// likely fix, or any other event named as unexpected while we waited for
+// `wanted` ("RDMA_CM_EVENT_ESTABLISHED", "the client's notice").
+rdma::tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step);
+std::string describe_status(rdma_cm_event_type type, int status);
+std::string reject_reason(int status);
+
+// protocol.cpp: the text a server rejects with (private data of the REJ).
+std::vector<std::byte> encode_reject_text(std::string_view text);
+std::string reject_text(std::span<const std::byte> data);
+
+// server.cpp, client.cpp: each side's story; the exit code.
+int run_server(const options& opts, rdma_event_channel* channel);
+int run_client(const options& opts, rdma_event_channel* channel);
+
+}  // namespace stage07

@@ -108,6 +108,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   const rdma::registered_buffer copy(dev.pd.get(), opts.size, IBV_ACCESS_LOCAL_WRITE, "read-back copy");
   const std::span<char> payload = source.bytes().first(opts.size);
   fill_payload(payload);
+  // Owns the QP on the id (id->qp; rdma_destroy_qp on the way out).
   rdma::cm_qp_ptr qp = create_qp(id.get(), dev, 2);
   std::printf("QP 0x%x: made by rdma_create_qp, already in INIT (rdma_cm moves it to RTR and RTS)\n",
               id->qp->qp_num);
@@ -119,7 +120,9 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   param.private_data_len = hello_size;
   param.initiator_depth = opts.initiator_depth;  // RDMA Reads we keep in flight (the QP's max_rd_atomic)
   param.responder_resources = 0;                 // we answer no reads: nothing here is readable
-  param.retry_count = opts.retry_count;          // < 7, or a dead peer is retried forever
+  param.retry_count = opts.retry_count;          // < 7, or a dead peer is retried forever; both QPs get it
+  // Not for our Sends: the server's QP gets this one, for its Sends into
+  // our receive queue. Our notice's retries come from the server's accept.
   param.rnr_retry_count = opts.rnr_retry_count;
   const std::string connect_step = "rdma_connect(" + to + ")";
   const auto deadline = clock::now() + std::chrono::milliseconds(opts.peer.wait_ms);
@@ -128,7 +131,9 @@ int run_client(const options& opts, rdma_event_channel* channel) {
     rdma::check_errno(rdma_connect(id.get(), &param), connect_step);
     // Our own deadline: an unanswered connect request is retried by the CM
     // for about 100 s before UNREACHABLE arrives.
-    established = next_event(channel, ms_left(deadline), "answer to " + connect_step + " (ESTABLISHED)",
+    established = next_event(channel, ms_left(deadline),
+                             "answer to " + connect_step + " (ESTABLISHED) within --wait-ms " +
+                                 std::to_string(opts.peer.wait_ms),
                              "is a server running there? The CM would retry for about 100 s before "
                              "RDMA_CM_EVENT_UNREACHABLE; --wait-ms bounds our wait");
     if (established.type == RDMA_CM_EVENT_ESTABLISHED) break;
@@ -206,7 +211,8 @@ int run_client(const options& opts, rdma_event_channel* channel) {
 
   // Leaving, the rdma_cm way: a disconnect request both sides see as an event.
   rdma::check_errno(rdma_disconnect(id.get()), "rdma_disconnect");
-  await(channel, RDMA_CM_EVENT_DISCONNECTED, "rdma_disconnect", opts.peer.wait_ms);
+  await(channel, RDMA_CM_EVENT_DISCONNECTED, "rdma_disconnect", opts.peer.wait_ms,
+        "--wait-ms " + std::to_string(opts.peer.wait_ms));
   std::printf("DISCONNECTED\n");
   return 0;
 }

@@ -9,11 +9,12 @@
 //
 //   server:  cm_events [--bind ADDR] [-p PORT] [--size BYTES] [--responder-resources N]
 //   client:  cm_events -s ADDR [-p PORT] [--size BYTES] [--resolve-ms MS]
-//                      [--retry-count N] [--rnr-retry-count N] [--initiator-depth N] [--iters N]
-//   both:    [--wait-ms MS]; server: [--accept-ms MS]
+//                      [--retry-count N] [--initiator-depth N] [--ack-timeout N] [--iters N]
+//   both:    [--wait-ms MS] [--rnr-retry-count N]; server: [--accept-ms MS]
 //
 // Read it beside docs/07-cm-events.md; stage.hpp lists the files in reading order.
 #include <arpa/inet.h>
+#include <fcntl.h>
 
 #include <cstdio>
 
@@ -98,6 +99,10 @@ int main(int argc, char** argv) {
     // connection ids inherit it from the listening id).
     const rdma::event_channel_ptr channel(
         rdma::check_ptr(rdma_create_event_channel(), "rdma_create_event_channel"));
+    // Non-blocking: every wait is a poll() on this fd with a deadline
+    // (events.cpp), never a rdma_get_cm_event that could block for good.
+    const int flags = rdma::check_errno(fcntl(channel->fd, F_GETFL), "fcntl(F_GETFL)");
+    rdma::check_errno(fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK), "fcntl(F_SETFL, O_NONBLOCK)");
     return opts.peer.is_client() ? stage07::run_client(opts, channel.get())
                                  : stage07::run_server(opts, channel.get());
   });

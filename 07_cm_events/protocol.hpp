@@ -16,6 +16,7 @@
 //                                              registers the landing region,
 //                                              creates its QP on the new id,
 //                                              posts a Recv for the notice
+//     (too big: REJECTED <-- rdma_reject, private data: why, as text)
 //   ESTABLISHED <-------- rdma_accept, private data: region
 //                         (20 bytes: magic, rkey, addr, length)
 //                                              ESTABLISHED
@@ -37,7 +38,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "rdma_tutorial/checksum.hpp"
 #include "rdma_tutorial/wire.hpp"
@@ -84,9 +87,11 @@ struct notice {
 std::array<std::byte, notice_size> encode_notice(const notice& n);
 notice decode_notice(std::span<const std::byte, notice_size> in);
 
-// rdma_reject's private data: why, as text (the REJ message has room for 148
-// bytes; we send at most this many).
+// rdma_reject's private data (the REJ message, server -> client): why, as
+// printable text (the REJ has room for 148 bytes; we send at most this many).
 inline constexpr std::size_t max_reject_text = 100;
+std::vector<std::byte> encode_reject_text(std::string_view text);
+std::string reject_text(std::span<const std::byte> data);  // printable, padding cut
 
 // What the client writes: this text, then bytes that depend on their offset.
 inline constexpr std::string_view payload_text = "hello over rdma_cm";

@@ -40,7 +40,7 @@ struct options {
   std::uint32_t size = 4096;             // server: the region's size; client: bytes to write and read back
   int resolve_ms = 2000;                 // client: rdma_resolve_addr's and rdma_resolve_route's timeout
   std::uint8_t retry_count = 3;          // client: resends before IBV_WC_RETRY_EXC_ERR (< 7)
-  std::uint8_t rnr_retry_count = 3;      // client: retries after RNR NAKs (< 7: 7 is forever)
+  std::uint8_t rnr_retry_count = 3;      // the peer's retries after our RNR NAKs (< 7: 7 is forever)
   std::uint8_t initiator_depth = 1;      // client: RDMA Reads we keep in flight
   std::uint8_t responder_resources = 1;  // server: RDMA Reads of the peer it answers at once
   std::uint32_t iters = 1;               // client: rounds of write, read back, compare
@@ -83,23 +83,24 @@ struct cm_event {
 inline constexpr int cm_bounds_it = -1;
 // What is left of a deadline, in ms (0 once it passed): a wait_ms.
 int ms_left(std::chrono::steady_clock::time_point deadline);
+// The next event if one is there (the channel's fd is non-blocking),
+// copied and acked.
+std::optional<cm_event> try_event(rdma_event_channel* channel);
 // The next event within wait_ms (cm_bounds_it: as long as it takes), copied
-// and acked; otherwise throws "no <waiting_for> within N ms", with `hint`.
+// and acked; otherwise throws "no <waiting_for>", with `hint`.
 cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for,
                     std::string_view hint = {});
 // Waits for `want`, the event that ends `step` well ("rdma_resolve_addr(ADDR)");
-// anything else is thrown as explain() says.
-cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms);
+// anything else is thrown as explain() says. `bound` names the limit in the
+// timeout's message ("--accept-ms 3000"); empty: wait_ms.
+cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms,
+               std::string_view bound = {});
 // The dispatch table (pure): an error event of a step with its meaning and
 // likely fix, or any other event named as unexpected while we waited for
 // `wanted` ("RDMA_CM_EVENT_ESTABLISHED", "the client's notice").
 rdma::tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step);
 std::string describe_status(rdma_cm_event_type type, int status);
 std::string reject_reason(int status);
-
-// protocol.cpp: the text a server rejects with (private data of the REJ).
-std::vector<std::byte> encode_reject_text(std::string_view text);
-std::string reject_text(std::span<const std::byte> data);
 
 // server.cpp, client.cpp: each side's story; the exit code.
 int run_server(const options& opts, rdma_event_channel* channel);

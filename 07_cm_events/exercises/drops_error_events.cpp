@@ -20,8 +20,8 @@
 // the channel, never by the call's return value. rdma_resolve_addr returning
 // 0 only means "started"; ADDR_RESOLVED or ADDR_ERROR says how it ended.
 //
-//   rdma_get_cm_event   take the next event (blocks: we poll() its fd first,
-//                       so a step of ours can have a deadline)
+//   rdma_get_cm_event   take the next event (its fd is non-blocking, and we
+//                       poll() it in between, so a step can have a deadline)
 //   copy what we need   private data and connection parameters live inside
 //                       the event and are gone once it is acked
 //   rdma_ack_cm_event   give it back; rdma_destroy_id waits until every event
@@ -31,7 +31,10 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <cstdio>
 #include <string>
 
@@ -84,7 +87,9 @@ std::string describe_status(rdma_cm_event_type type, int status) {
 }
 
 rdma::tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step) {
-  const std::string got = std::string(rdma_event_str(ev.type)) + " (" + describe_status(ev.type, ev.status) + ")";
+  std::string got = rdma_event_str(ev.type);
+  if (got == "UNKNOWN EVENT") got += " " + std::to_string(static_cast<int>(ev.type));  // newer than this librdmacm
+  got += " (" + describe_status(ev.type, ev.status) + ")";
   for (const meaning& m : error_events) {
     if (m.type != ev.type) continue;
     std::string message = std::string(step) + ": " + got + ": " + m.what;
@@ -107,17 +112,18 @@ int ms_left(std::chrono::steady_clock::time_point deadline) {
   return static_cast<int>(std::max<long>(left, 0));
 }
 
-cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for, std::string_view hint) {
-  // poll() first: rdma_get_cm_event itself would block for as long as it
-  // takes. wait_ms < 0 waits as long as the CM takes (see await).
-  pollfd pfd{channel->fd, POLLIN, 0};
-  const int ready = rdma::check_errno(poll(&pfd, 1, wait_ms), "poll(the CM event channel)");
-  if (ready == 0) {
-    throw rdma::tutorial_error("no " + std::string(waiting_for) + " within " + std::to_string(wait_ms) + " ms",
-                               std::string(hint));
+std::optional<cm_event> try_event(rdma_event_channel* channel) {
+  rdma_cm_event* raw = nullptr;
+  if (rdma_get_cm_event(channel, &raw) != 0) {
+    // The fd is non-blocking (cm_events.cpp): nothing there yet. (Even
+    // after poll() said readable: the library may have read an event it
+    // keeps to itself.)
+    if (errno == EAGAIN) return std::nullopt;
+    throw rdma::verbs_error(errno, "rdma_get_cm_event");
   }
-  rdma_cm_event* event = nullptr;
-  rdma::check_errno(rdma_get_cm_event(channel, &event), "rdma_get_cm_event");
+  // Acked however this block is left; rdma_destroy_id of its id would wait
+  // forever for an event never acked.
+  std::unique_ptr<rdma_cm_event, int (*)(rdma_cm_event*)> event(raw, rdma_ack_cm_event);
   cm_event copy;
   copy.type = event->event;
   copy.status = event->status;
@@ -129,14 +135,30 @@ cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view w
   }
   copy.responder_resources = conn.responder_resources;
   copy.initiator_depth = conn.initiator_depth;
-  // Acked at once, everything we need copied: an event left unacked would
-  // make rdma_destroy_id of its id wait forever.
-  rdma::check_errno(rdma_ack_cm_event(event), "rdma_ack_cm_event");
+  // Everything we need is copied: ack now, and check that it worked.
+  rdma::check_errno(rdma_ack_cm_event(event.release()), "rdma_ack_cm_event");
   return copy;
 }
 
-cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms) {
-  cm_event ev = next_event(channel, wait_ms, std::string(rdma_event_str(want)) + " after " + std::string(step));
+cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for, std::string_view hint) {
+  // poll() between tries: rdma_get_cm_event on a blocking fd would wait for
+  // as long as it takes. wait_ms < 0 waits as long as the CM takes (await).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(wait_ms, 0));
+  for (;;) {
+    if (auto ev = try_event(channel)) return *ev;
+    pollfd pfd{channel->fd, POLLIN, 0};
+    const int timeout = wait_ms < 0 ? -1 : ms_left(deadline);
+    if (rdma::check_errno(poll(&pfd, 1, timeout), "poll(the CM event channel)") == 0) {
+      throw rdma::tutorial_error("no " + std::string(waiting_for), std::string(hint));
+    }
+  }
+}
+
+cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms,
+               std::string_view bound) {
+  const std::string within = bound.empty() ? std::to_string(wait_ms) + " ms" : std::string(bound);
+  cm_event ev = next_event(channel, wait_ms, std::string(rdma_event_str(want)) + " after " + std::string(step) +
+                                                 " within " + within);
   while (ev.type != want) ev = next_event(channel, wait_ms, rdma_event_str(want));  // TODO
   return ev;
 }

@@ -26,7 +26,6 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/completion.hpp"
@@ -38,31 +37,52 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+// rdma_reject: a REJ message (reason 28, "consumer"), `why` in its private
+// data. The request's id is destroyed on the way out.
+void turn_away(const cm_event& request, const std::string& why) {
+  const rdma::cm_id_ptr id(request.id);
+  const auto text = encode_reject_text(why);
+  rdma::check_errno(rdma_reject(id.get(), text.data(), static_cast<std::uint8_t>(text.size())), "rdma_reject");
+  std::printf("rejected: %s\n", why.c_str());
+  std::fflush(stdout);
+}
+
+// The next event of the connection we serve. Another client's request that
+// comes meanwhile is told we are busy: it must not end this connection.
+cm_event connection_event(rdma_event_channel* channel, clock::time_point deadline, const std::string& waiting_for) {
+  for (;;) {
+    cm_event ev = next_event(channel, ms_left(deadline), waiting_for);
+    if (ev.type != RDMA_CM_EVENT_CONNECT_REQUEST) return ev;
+    turn_away(ev, "busy: this server serves one client at a time");
+  }
+}
+
 // The notice arrives as a Send into the Recv posted before rdma_accept. The
-// client may also leave first (DISCONNECTED, or killed: its kernel
+// client may also leave first (DISCONNECTED; or killed, and its kernel
 // disconnects for it), so the CM channel is watched as well. The disconnect
-// travels apart from the Send (a CM message, not on our QP) and can be seen
-// a moment before the Send's completion: after DISCONNECTED the CQ gets one
-// more look, 100 ms later; `disconnected` says the event was taken here.
-notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, const rdma::registered_buffer& notice_buf,
-                       int wait_ms, bool& disconnected) {
+// travels apart from the Send (CM messages, not our QP): when it comes,
+// rdma_disconnect moves our QP to ERR, and the Recv's one completion says
+// which came first: SUCCESS, the notice; WR_FLUSH_ERR, nothing filled it.
+notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_cm_id* id,
+                       const rdma::registered_buffer& notice_buf, int wait_ms, bool& disconnected) {
   const auto deadline = clock::now() + std::chrono::milliseconds(wait_ms);
   ibv_wc wc{};
   while (rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 0) {
     pollfd pfd{channel->fd, POLLIN, 0};
     if (rdma::check_errno(poll(&pfd, 1, 1), "poll(the CM event channel)") == 1) {
-      const cm_event ev = next_event(channel, 0, "a CM event");
-      if (ev.type == RDMA_CM_EVENT_DISCONNECTED) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) {
-          disconnected = true;
-          break;
-        }
+      const cm_event ev = connection_event(channel, deadline, "event, the notice within --accept-ms");
+      if (ev.type != RDMA_CM_EVENT_DISCONNECTED) throw explain(ev, "the client's notice", "waiting for the notice");
+      rdma::check_errno(rdma_disconnect(id), "rdma_disconnect");
+      disconnected = true;
+      wc = rdma::poll_one(dev.cq.get(), 1000, "the notice's Recv, after the disconnect");
+      if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+        throw rdma::tutorial_error("the client disconnected before its notice (our Recv came back flushed)",
+                                   "see the client's output for why it left");
       }
-      throw explain(ev, "the client's notice", "waiting for the notice");
+      break;
     }
     if (clock::now() >= deadline) {
-      throw rdma::tutorial_error("no notice from the client within " + std::to_string(wait_ms) + " ms");
+      throw rdma::tutorial_error("no notice from the client within --accept-ms " + std::to_string(wait_ms));
     }
   }
   rdma::check_wc(wc);
@@ -75,7 +95,8 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, const 
 }
 
 // One client, on the id its CONNECT_REQUEST brought.
-int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, const hello& h) {
+int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, const cm_event& request) {
+  const hello h = decode_hello(request.private_data);
   // The request's id already knows the device the request came in on.
   const on_device dev = open_on(id, 4);
   // The landing region: the client writes it and reads it back, so
@@ -84,7 +105,8 @@ int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, cons
                                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
                                         "landing region");
   const rdma::registered_buffer notice_buf(dev.pd.get(), notice_size, IBV_ACCESS_LOCAL_WRITE, "notice");
-  // After both buffers: destroyed first, so no packet reaches freed memory.
+  // The QP on the id (id->qp), owned here: after both buffers, so destroyed
+  // first (rdma_destroy_qp), and no packet reaches freed memory.
   const rdma::cm_qp_ptr qp = create_qp(id, dev, 1);
   std::printf("QP 0x%x: made by rdma_create_qp on the request's id, already in INIT\n", id->qp->qp_num);
 
@@ -106,22 +128,28 @@ int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, cons
   param.private_data = region_bytes.data();
   param.private_data_len = region_size;
   // RDMA Reads of the client this QP answers at once (its max_dest_rd_atomic):
-  // the client reads its payload back. The REP carries it to the client,
-  // whose QP gets it as max_rd_atomic: 0, and the client's Reads never go.
+  // no more than the client asked for (the request's responder_resources,
+  // its initiator_depth), no more than --responder-resources. The REP
+  // carries it to the client, whose QP gets it as max_rd_atomic: 0, and the
+  // client's Reads never leave.
   param.responder_resources = 0;  // TODO
   param.initiator_depth = 0;  // we read nothing
-  param.rnr_retry_count = 3;  // < 7 (we send nothing: the knob for our sends, if we had any)
+  // For the client's Sends into our Recvs (its notice): its QP gets this.
+  param.rnr_retry_count = opts.rnr_retry_count;
   std::printf("rdma_accept: region %u bytes at 0x%llx, rkey 0x%x; responder_resources %u\n", ours.length,
               static_cast<unsigned long long>(ours.addr), ours.rkey, param.responder_resources);
   rdma::check_errno(rdma_accept(id, &param), "rdma_accept");
-  await(channel, RDMA_CM_EVENT_ESTABLISHED, "rdma_accept", opts.peer.wait_ms);
+  const auto established = connection_event(channel, clock::now() + std::chrono::milliseconds(opts.peer.wait_ms),
+                                            "RDMA_CM_EVENT_ESTABLISHED after rdma_accept within --wait-ms " +
+                                                std::to_string(opts.peer.wait_ms));
+  if (established.type != RDMA_CM_EVENT_ESTABLISHED) throw explain(established, "RDMA_CM_EVENT_ESTABLISHED", "rdma_accept");
   std::printf("ESTABLISHED: %s\n%s\n", describe_id(id).c_str(), describe_qp(id->qp).c_str());
   std::fflush(stdout);
 
   // The client writes and reads for as long as --iters makes it; the bound
   // is --accept-ms.
   bool disconnected = false;
-  const notice n = wait_for_notice(dev, channel, notice_buf, opts.peer.accept_ms, disconnected);
+  const notice n = wait_for_notice(dev, channel, id, notice_buf, opts.peer.accept_ms, disconnected);
   // From the peer: checked before the bytes it points at are read.
   if (n.bytes == 0 || n.bytes > h.size) {
     throw rdma::tutorial_error("the notice says " + std::to_string(n.bytes) + " bytes; the client asked for " +
@@ -135,8 +163,13 @@ int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, cons
   if (sum != n.fnv1a) throw rdma::tutorial_error("the region's checksum differs from the client's notice");
 
   // The client disconnects when done; only then is the region ours again.
+  // Our rdma_disconnect answers its request (the DREP) and moves our QP to ERR.
   if (!disconnected) {
-    await(channel, RDMA_CM_EVENT_DISCONNECTED, "waiting for the client to disconnect", opts.peer.wait_ms);
+    const auto ev = connection_event(channel, clock::now() + std::chrono::milliseconds(opts.peer.wait_ms),
+                                     "RDMA_CM_EVENT_DISCONNECTED from the client within --wait-ms " +
+                                         std::to_string(opts.peer.wait_ms));
+    if (ev.type != RDMA_CM_EVENT_DISCONNECTED) throw explain(ev, "RDMA_CM_EVENT_DISCONNECTED", "the client's leaving");
+    rdma::check_errno(rdma_disconnect(id), "rdma_disconnect");
   }
   std::printf("DISCONNECTED: releasing the region\n");
   return 0;
@@ -175,21 +208,21 @@ int run_server(const options& opts, rdma_event_channel* channel) {
   // Serve the first client whose request fits; reject the others, saying why.
   const auto deadline = clock::now() + std::chrono::milliseconds(opts.peer.accept_ms);
   for (;;) {
-    const cm_event request = await(channel, RDMA_CM_EVENT_CONNECT_REQUEST, "rdma_listen", ms_left(deadline));
+    const cm_event request =
+        next_event(channel, ms_left(deadline), "client within --accept-ms " + std::to_string(opts.peer.accept_ms),
+                   "start one with -s and this host's RDMA address (not 127.0.0.1)");
+    if (request.type != RDMA_CM_EVENT_CONNECT_REQUEST) throw explain(request, "RDMA_CM_EVENT_CONNECT_REQUEST", "rdma_listen");
     // A new id, for this connection only: ours to destroy (the event that
     // brought it is already acked, so rdma_destroy_id will not wait).
-    const rdma::cm_id_ptr id(request.id);
+    rdma::cm_id_ptr id(request.id);
     // The event states the request from our side: responder_resources is
     // what the client asks us to serve (its initiator_depth).
     std::printf("CONNECT_REQUEST: %s; it reads %u at once, %zu bytes of private data\n", describe_id(id.get()).c_str(),
                 request.responder_resources, request.private_data.size());
     const std::string why = refusal(request, opts);
-    if (why.empty()) return serve(opts, channel, id.get(), decode_hello(request.private_data));
-    // rdma_reject: a REJ message (reason 28, "consumer"), our text in it.
-    const auto text = encode_reject_text(why);
-    rdma::check_errno(rdma_reject(id.get(), text.data(), static_cast<std::uint8_t>(text.size())), "rdma_reject");
-    std::printf("rejected: %s\n", why.c_str());
-    std::fflush(stdout);
+    if (why.empty()) return serve(opts, channel, id.get(), request);
+    id.release();  // turn_away destroys it
+    turn_away(request, why);
   }
 }
 

@@ -138,3 +138,10 @@ TEST_CASE("an event the step does not expect should be named, never passed over"
   CHECK(std::string(e.what()) ==
         "rdma_accept: unexpected RDMA_CM_EVENT_TIMEWAIT_EXIT (status 0) while waiting for RDMA_CM_EVENT_ESTABLISHED");
 }
+
+TEST_CASE("rnr_retry_count should be each side's to give its peer, below 7") {
+  CHECK(parse({"--rnr-retry-count", "2"}).rnr_retry_count == 2);
+  CHECK(parse({"-s", "192.0.2.1", "--rnr-retry-count", "5"}).rnr_retry_count == 5);
+  CHECK_FALSE(usage_error_of({"--rnr-retry-count", "7"}).empty());
+  CHECK_FALSE(usage_error_of({"-s", "192.0.2.1", "--ack-timeout", "0"}).empty());
+}

@@ -67,6 +67,9 @@ constexpr std::array known_causes{
                 "device on it ('ip route get ADDR', 'rdma link show')"},
     known_cause{"rdma_resolve_addr", ENODEV,
                 "the interface that reaches that address has no RDMA device ('rdma link show')"},
+    known_cause{"rdma_resolve_route", ENODEV,
+                "the address is on an interface without an RDMA device (127.0.0.1 among them): use the address of "
+                "the interface 'rdma link show' names"},
     known_cause{"rdma_bind_addr", EADDRINUSE,
                 "another rdma_cm program listens on this port (an earlier server still running?); pick another "
                 "with -p on both sides"},

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "rdma_tutorial/buffer.hpp"
@@ -30,13 +31,15 @@ void turn_away(const cm_event& request, const std::string& why) {
   std::fflush(stdout);
 }
 
+constexpr const char* busy = "busy: this server serves one client at a time";
+
 // The next event of the connection we serve. Another client's request that
 // comes meanwhile is told we are busy: it must not end this connection.
 cm_event connection_event(rdma_event_channel* channel, clock::time_point deadline, const std::string& waiting_for) {
   for (;;) {
     cm_event ev = next_event(channel, ms_left(deadline), waiting_for);
     if (ev.type != RDMA_CM_EVENT_CONNECT_REQUEST) return ev;
-    turn_away(ev, "busy: this server serves one client at a time");
+    turn_away(ev, busy);
   }
 }
 
@@ -53,8 +56,13 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_c
   while (rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 0) {
     pollfd pfd{channel->fd, POLLIN, 0};
     if (rdma::check_errno(poll(&pfd, 1, 1), "poll(the CM event channel)") == 1) {
-      const cm_event ev = connection_event(channel, deadline, "event, the notice within --accept-ms");
-      if (ev.type != RDMA_CM_EVENT_DISCONNECTED) throw explain(ev, "the client's notice", "waiting for the notice");
+      const std::optional<cm_event> ev = try_event(channel);
+      if (!ev) continue;
+      if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+        turn_away(*ev, busy);
+        continue;
+      }
+      if (ev->type != RDMA_CM_EVENT_DISCONNECTED) throw explain(*ev, "the client's notice", "waiting for the notice");
       rdma::check_errno(rdma_disconnect(id), "rdma_disconnect");
       disconnected = true;
       wc = rdma::poll_one(dev.cq.get(), 1000, "the notice's Recv, after the disconnect");

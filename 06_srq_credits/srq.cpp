@@ -3,96 +3,13 @@
 // Recvs posted and mostly idle. With one SRQ, every QP created with it
 // takes its Recvs from the same queue, so the server sizes one queue for
 // what all clients can have in flight together (credits bound that), and
-// refills one queue.
-#include <fcntl.h>
-
-#include <cerrno>
-#include <vector>
-
+// refills one queue. The SRQ's own verbs (create, post, arm the limit, the
+// async events) are in common/src/srq.cpp; what the server does with them
+// between completions is here.
 #include "rdma_tutorial/error.hpp"
 #include "stage.hpp"
 
 namespace stage06 {
-
-rdma::srq_ptr create_srq(ibv_pd* pd, std::uint32_t depth) {
-  ibv_srq_init_attr attr{};
-  attr.attr.max_wr = depth;
-  attr.attr.max_sge = 1;    // the least a provider accepts; our Recvs use none
-  attr.attr.srq_limit = 0;  // armed later, with ibv_modify_srq
-  return rdma::srq_ptr(rdma::check_ptr(ibv_create_srq(pd, &attr), "ibv_create_srq(max_wr " + std::to_string(depth) + ")"));
-}
-
-void post_srq_receives(ibv_srq* srq, std::uint32_t count) {
-  if (count == 0) return;
-  std::vector<ibv_recv_wr> wrs(count);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    wrs[i].wr_id = i;
-    wrs[i].num_sge = 0;
-    wrs[i].next = i + 1 < count ? &wrs[i + 1] : nullptr;
-  }
-  ibv_recv_wr* bad = nullptr;
-  const int rc = ibv_post_srq_recv(srq, wrs.data(), &bad);
-  if (rc != 0) {
-    throw rdma::verbs_error(rc, "ibv_post_srq_recv(" + std::to_string(count) + " Recvs)",
-                            rc == ENOMEM ? "more Recvs than the SRQ holds: its max_wr is the most ever posted at once"
-                                         : "");
-  }
-}
-
-void arm_srq_limit(ibv_srq* srq, std::uint32_t limit) {
-  ibv_srq_attr attr{};
-  attr.srq_limit = limit;
-  rdma::check_rc(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), "ibv_modify_srq(IBV_SRQ_LIMIT " + std::to_string(limit) + ")",
-                 "the limit must be below the SRQ's max_wr");
-}
-
-async_events::async_events(ibv_context* ctx) : ctx_(ctx) {
-  const int flags = rdma::check_errno(fcntl(ctx->async_fd, F_GETFL), "fcntl(async_fd, F_GETFL)");
-  rdma::check_errno(fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK), "fcntl(async_fd, F_SETFL, O_NONBLOCK)");
-}
-
-void async_events::drain(const std::function<void(const ibv_async_event&)>& handle) {
-  for (;;) {
-    ibv_async_event event{};
-    if (ibv_get_async_event(ctx_, &event) != 0) {
-      if (errno == EAGAIN) return;  // nothing waiting (EWOULDBLOCK is the same value on Linux)
-      throw rdma::verbs_error(errno, "ibv_get_async_event");
-    }
-    // Ack every event, whatever handle does: ibv_destroy_qp, _srq and _cq
-    // wait for the events about their object to be acked.
-    struct acker {
-      ibv_async_event* e;
-      ~acker() { ibv_ack_async_event(e); }
-    } ack{&event};
-    handle(event);
-  }
-}
-
-std::string async_event_name(ibv_event_type type) {
-  switch (type) {
-    case IBV_EVENT_CQ_ERR: return "IBV_EVENT_CQ_ERR";
-    case IBV_EVENT_QP_FATAL: return "IBV_EVENT_QP_FATAL";
-    case IBV_EVENT_QP_REQ_ERR: return "IBV_EVENT_QP_REQ_ERR";
-    case IBV_EVENT_QP_ACCESS_ERR: return "IBV_EVENT_QP_ACCESS_ERR";
-    case IBV_EVENT_COMM_EST: return "IBV_EVENT_COMM_EST";
-    case IBV_EVENT_SQ_DRAINED: return "IBV_EVENT_SQ_DRAINED";
-    case IBV_EVENT_PATH_MIG: return "IBV_EVENT_PATH_MIG";
-    case IBV_EVENT_PATH_MIG_ERR: return "IBV_EVENT_PATH_MIG_ERR";
-    case IBV_EVENT_DEVICE_FATAL: return "IBV_EVENT_DEVICE_FATAL";
-    case IBV_EVENT_PORT_ACTIVE: return "IBV_EVENT_PORT_ACTIVE";
-    case IBV_EVENT_PORT_ERR: return "IBV_EVENT_PORT_ERR";
-    case IBV_EVENT_LID_CHANGE: return "IBV_EVENT_LID_CHANGE";
-    case IBV_EVENT_PKEY_CHANGE: return "IBV_EVENT_PKEY_CHANGE";
-    case IBV_EVENT_SM_CHANGE: return "IBV_EVENT_SM_CHANGE";
-    case IBV_EVENT_SRQ_ERR: return "IBV_EVENT_SRQ_ERR";
-    case IBV_EVENT_SRQ_LIMIT_REACHED: return "IBV_EVENT_SRQ_LIMIT_REACHED";
-    case IBV_EVENT_QP_LAST_WQE_REACHED: return "IBV_EVENT_QP_LAST_WQE_REACHED";
-    case IBV_EVENT_CLIENT_REREGISTER: return "IBV_EVENT_CLIENT_REREGISTER";
-    case IBV_EVENT_GID_CHANGE: return "IBV_EVENT_GID_CHANGE";
-    case IBV_EVENT_WQ_FATAL: return "IBV_EVENT_WQ_FATAL";
-    default: return "async event " + std::to_string(static_cast<int>(type));
-  }
-}
 
 srq_refill::srq_refill(ibv_srq* srq, const srq_sizing& sizing) : srq_(srq), sizing_(sizing) {
   post_srq_receives(srq_, sizing_.depth);

@@ -5,8 +5,9 @@
 //   credits.hpp/.cpp   the arithmetic: SRQ depth against the windows, the
 //                      two credit ledgers
 //   srq_credits.cpp    main: the device, a PD and a CQ, then either role
-//   srq.cpp            the SRQ: create, post Recvs in batches, arm the limit,
-//                      the async events (SRQ_LIMIT_REACHED, LAST_WQE_REACHED)
+//   ../common/src/srq.cpp  the SRQ: create, post Recvs in batches, arm the
+//                      limit, the async events (SRQ_LIMIT_REACHED, ...)
+//   srq.cpp            the refill: reposting in batches, the limit re-armed
 //   server.hpp         the server's state: its clients, the SRQ, the refill
 //   server.cpp         N clients on one SRQ and one CQ: take every
 //                      completion, check it, repost, return credits
@@ -31,6 +32,7 @@
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/options.hpp"
 #include "rdma_tutorial/peer.hpp"
+#include "rdma_tutorial/srq.hpp"
 
 namespace stage06 {
 
@@ -58,33 +60,13 @@ int run_client(const options& opts, const rdma::rdma_device& dev);
 
 // srq.cpp --------------------------------------------------------------------
 
-// ibv_create_srq with room for `depth` Recvs of no SGE: a Write with
-// Immediate consumes a Recv but puts nothing in its buffer, so a Recv here
-// needs none (a Send arriving would fail with a length error).
-rdma::srq_ptr create_srq(ibv_pd* pd, std::uint32_t depth);
-
-// `count` Recvs in one ibv_post_srq_recv: a linked list, one doorbell.
-void post_srq_receives(ibv_srq* srq, std::uint32_t count);
-
-// ibv_modify_srq(IBV_SRQ_LIMIT): one IBV_EVENT_SRQ_LIMIT_REACHED when fewer
-// than `limit` Recvs are posted, then the limit is off until armed again.
-void arm_srq_limit(ibv_srq* srq, std::uint32_t limit);
-
-// The device's async event queue (ibv_get_async_event), made non-blocking
-// so the server's loop can look at it between completions.
-class async_events {
- public:
-  explicit async_events(ibv_context* ctx);
-  int fd() const { return ctx_->async_fd; }
-  // Every event waiting now, each acked after `handle` saw it.
-  void drain(const std::function<void(const ibv_async_event&)>& handle);
-
- private:
-  ibv_context* ctx_;
-};
-
-// "IBV_EVENT_SRQ_LIMIT_REACHED", ...
-std::string async_event_name(ibv_event_type type);
+// The SRQ's verbs and the async event queue (common/include/rdma_tutorial/srq.hpp,
+// taught here, shared with stage 09).
+using rdma::arm_srq_limit;
+using rdma::async_event_name;
+using rdma::async_events;
+using rdma::create_srq;
+using rdma::post_srq_receives;
 
 // What the server does with the SRQ between completions: counts consumed
 // Recvs, reposts them in batches, and reposts everything at once when the

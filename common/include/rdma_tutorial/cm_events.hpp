@@ -1,0 +1,83 @@
+// rdma_cm's events, as stage 07 teaches them (docs/07-cm-events.md, "Every
+// event is an answer"): each step rdma_cm takes ends with an event on a
+// channel, never with the call's return value. Taking one is four moves:
+// rdma_get_cm_event, copy what we need, rdma_ack_cm_event, judge it; these
+// functions do the first three and give the judging one dispatch table of
+// every error event with its meaning and likely fix. Stages 07 and 09 wait
+// on them.
+#pragma once
+
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/handles.hpp"
+
+namespace rdma::cm {
+
+// One event, copied out of the library's struct and acked.
+struct cm_event {
+  rdma_cm_event_type type{};
+  int status = 0;
+  rdma_cm_id* id = nullptr;  // the id it is about; for CONNECT_REQUEST a new one, ours to destroy
+  std::vector<std::byte> private_data;
+  std::uint8_t responder_resources = 0;
+  std::uint8_t initiator_depth = 0;
+};
+// No deadline of ours: for steps that rdma_cm itself bounds (address and
+// route resolution end within their timeout_ms, with an event either way).
+inline constexpr int cm_bounds_it = -1;
+// What is left of a deadline, in ms (0 once it passed): a wait_ms.
+int ms_left(std::chrono::steady_clock::time_point deadline);
+// The next event if one is there (the channel's fd is non-blocking),
+// copied and acked.
+std::optional<cm_event> try_event(rdma_event_channel* channel);
+// The next event within wait_ms (cm_bounds_it: as long as it takes), copied
+// and acked; otherwise throws "no <waiting_for>", with `hint`.
+cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for,
+                    std::string_view hint = {});
+// Waits for `want`, the event that ends `step` well ("rdma_resolve_addr(ADDR)");
+// anything else is thrown as explain() says. `bound` names the limit in the
+// timeout's message ("--accept-ms 3000"); empty: wait_ms.
+cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms,
+               std::string_view bound = {});
+// The dispatch table (pure): an error event of a step with its meaning and
+// likely fix, or any other event named as unexpected while we waited for
+// `wanted` ("RDMA_CM_EVENT_ESTABLISHED", "the client's notice").
+tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step);
+std::string describe_status(rdma_cm_event_type type, int status);
+std::string reject_reason(int status);
+
+// rdma_reject's private data (the REJ message): why, as printable text
+// (the REJ has room for 148 bytes; we send at most this many).
+inline constexpr std::size_t max_reject_text = 100;
+std::vector<std::byte> encode_reject_text(std::string_view text);
+std::string reject_text(std::span<const std::byte> data);  // printable, padding cut
+
+// "192.0.2.1:18515" for an IPv4 address (no port when it is 0); "?" for others.
+std::string address_text(const sockaddr* sa);
+// "rxe0 port 1, 192.0.2.1 -> 192.0.2.1:18515": the device and port rdma_cm
+// chose for the id, and both ends' addresses.
+std::string describe_id(rdma_cm_id* id);
+// A dotted IPv4 address and a port as rdma_cm takes them; anything else is
+// a usage_error naming -s.
+sockaddr_in ipv4_address(const std::string& text, std::uint16_t port);
+// The client's first two steps, on a new id: rdma_resolve_addr (the route
+// table picks the interface, ARP the MAC, rdma_cm the device), then
+// rdma_resolve_route; each bounded by rdma_cm itself (resolve_ms) and
+// judged by await. `to` names the server in messages ("192.0.2.1:18515").
+// ack_timeout, when given, is set on the id first (the QP's ACK timeout,
+// 4.096 us x 2^N).
+cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, std::string_view to, int resolve_ms,
+                  std::optional<std::uint8_t> ack_timeout);
+
+}  // namespace rdma::cm

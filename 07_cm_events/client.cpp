@@ -22,49 +22,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-sockaddr_in server_address(const options& opts) {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(opts.peer.port);
-  if (inet_pton(AF_INET, opts.peer.server.c_str(), &sa.sin_addr) != 1) {
-    throw rdma::usage_error("-s takes an IPv4 address, got '" + opts.peer.server + "'");
-  }
-  return sa;
-}
-
-// A new id, its address and route resolved: the device and port that reach
-// the server, and the path to it. Both steps are bounded by rdma_cm itself
-// (--resolve-ms), which ends each with an event, good or bad.
-rdma::cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, const std::string& to,
-                        const options& opts, bool say) {
-  rdma_cm_id* raw = nullptr;
-  rdma::check_errno(rdma_create_id(channel, &raw, nullptr, RDMA_PS_TCP), "rdma_create_id");
-  rdma::cm_id_ptr id(raw);
-  if (opts.ack_timeout) {
-    // The QP's ACK timeout, which rdma_cm otherwise takes from the route
-    // (for RoCE, a fixed packet lifetime: 2 s and more per try).
-    std::uint8_t timeout = *opts.ack_timeout;
-    rdma::check_errno(rdma_set_option(id.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout),
-                      "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
-  }
-
-  // The address: the route table picks our interface, ARP finds the
-  // server's MAC, and rdma_cm the RDMA device on that interface.
-  sockaddr_in dst = server;
-  const std::string addr_step = "rdma_resolve_addr(" + to + ")";
-  rdma::check_errno(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), opts.resolve_ms),
-                    addr_step);
-  await(channel, RDMA_CM_EVENT_ADDR_RESOLVED, addr_step, cm_bounds_it);
-  if (say) std::printf("ADDR_RESOLVED: %s\n", describe_id(id.get()).c_str());
-
-  // The route: for RoCE, the GIDs and the Ethernet path (no subnet manager).
-  const std::string route_step = "rdma_resolve_route(" + to + ")";
-  rdma::check_errno(rdma_resolve_route(id.get(), opts.resolve_ms), route_step);
-  await(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, route_step, cm_bounds_it);
-  if (say) std::printf("ROUTE_RESOLVED\n");
-  return id;
-}
-
 // Posts one work request and waits for its completion. A failed status is
 // thrown with how long the device tried: for a dead peer, that is the
 // detection time (retry_count resends, each after the ACK timeout).
@@ -95,9 +52,12 @@ void post_and_wait(const on_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_m
 }  // namespace
 
 int run_client(const options& opts, rdma_event_channel* channel) {
-  const sockaddr_in server = server_address(opts);
+  const sockaddr_in server = rdma::cm::ipv4_address(opts.peer.server, opts.peer.port);
   const std::string to = opts.peer.server + ":" + std::to_string(opts.peer.port);
-  rdma::cm_id_ptr id = resolve(channel, server, to, opts, true);
+  // A new id, its address and route resolved: the device and port that
+  // reach the server, and the path to it (common/src/cm_events.cpp).
+  rdma::cm_id_ptr id = rdma::cm::resolve(channel, server, to, opts.resolve_ms, opts.ack_timeout);
+  std::printf("ADDR_RESOLVED: %s\nROUTE_RESOLVED\n", describe_id(id.get()).c_str());
 
   // Everything on the device rdma_cm chose for the address.
   const on_device dev = open_on(id.get(), 4);
@@ -145,7 +105,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
       throw explain(established, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), connect_step);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    rdma::cm_id_ptr next = resolve(channel, server, to, opts, false);
+    rdma::cm_id_ptr next = rdma::cm::resolve(channel, server, to, opts.resolve_ms, opts.ack_timeout);
     if (next->verbs != dev.pd->context) {
       throw rdma::tutorial_error(connect_step + ": the address is now reached through another device");
     }

@@ -13,7 +13,6 @@
 //   both:    [--wait-ms MS] [--rnr-retry-count N]; server: [--accept-ms MS]
 //
 // Read it beside docs/07-cm-events.md; stage.hpp lists the files in reading order.
-#include <arpa/inet.h>
 #include <fcntl.h>
 
 #include <cstdio>
@@ -25,17 +24,6 @@
 
 namespace stage07 {
 
-namespace {
-
-std::string address_text(const sockaddr* sa) {
-  if (sa == nullptr || sa->sa_family != AF_INET) return "?";
-  const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-  char text[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-  return std::string(text) + (in->sin_port != 0 ? ":" + std::to_string(ntohs(in->sin_port)) : "");
-}
-
-}  // namespace
 
 on_device open_on(rdma_cm_id* id, int cq_entries) {
   // id->verbs is the device rdma_cm picked for the address: the one whose
@@ -45,11 +33,6 @@ on_device open_on(rdma_cm_id* id, int cq_entries) {
   dev.pd.reset(rdma::check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
   dev.cq.reset(rdma::check_ptr(ibv_create_cq(id->verbs, cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
   return dev;
-}
-
-std::string describe_id(rdma_cm_id* id) {
-  return std::string(ibv_get_device_name(id->verbs->device)) + " port " + std::to_string(id->port_num) + ", " +
-         address_text(rdma_get_local_addr(id)) + " -> " + address_text(rdma_get_peer_addr(id));
 }
 
 rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev, std::uint32_t send_wr) {
@@ -100,7 +83,7 @@ int main(int argc, char** argv) {
     const rdma::event_channel_ptr channel(
         rdma::check_ptr(rdma_create_event_channel(), "rdma_create_event_channel"));
     // Non-blocking: every wait is a poll() on this fd with a deadline
-    // (events.cpp), never a rdma_get_cm_event that could block for good.
+    // (common/src/cm_events.cpp), never a rdma_get_cm_event that could block for good.
     const int flags = rdma::check_errno(fcntl(channel->fd, F_GETFL), "fcntl(F_GETFL)");
     rdma::check_errno(fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK), "fcntl(F_SETFL, O_NONBLOCK)");
     return opts.peer.is_client() ? stage07::run_client(opts, channel.get())

@@ -65,23 +65,4 @@ notice decode_notice(std::span<const std::byte, notice_size> in) {
   return {rdma::wire::load_be32(&in[0]), rdma::wire::load_be32(&in[4])};
 }
 
-// A reject's private data: printable text, at most max_reject_text bytes
-// (the REJ message carries 148), zero-padded on arrival.
-std::vector<std::byte> encode_reject_text(std::string_view text) {
-  text = text.substr(0, max_reject_text);
-  std::vector<std::byte> out(text.size());
-  std::transform(text.begin(), text.end(), out.begin(), [](char c) { return static_cast<std::byte>(c); });
-  return out;
-}
-
-std::string reject_text(std::span<const std::byte> data) {
-  std::string text;
-  for (std::byte b : data.first(std::min(data.size(), max_reject_text))) {
-    const char c = static_cast<char>(b);
-    if (c == '\0') break;
-    text += c >= ' ' && c <= '~' ? c : '?';  // from the peer: never print raw bytes
-  }
-  return text;
-}
-
 }  // namespace stage07

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "rdma_tutorial/checksum.hpp"
+#include "rdma_tutorial/cm_events.hpp"
 #include "rdma_tutorial/wire.hpp"
 
 namespace stage07 {
@@ -88,10 +89,11 @@ std::array<std::byte, notice_size> encode_notice(const notice& n);
 notice decode_notice(std::span<const std::byte, notice_size> in);
 
 // rdma_reject's private data (the REJ message, server -> client): why, as
-// printable text (the REJ has room for 148 bytes; we send at most this many).
-inline constexpr std::size_t max_reject_text = 100;
-std::vector<std::byte> encode_reject_text(std::string_view text);
-std::string reject_text(std::span<const std::byte> data);  // printable, padding cut
+// printable text: rdma::cm::encode_reject_text and reject_text
+// (common/include/rdma_tutorial/cm_events.hpp).
+using rdma::cm::encode_reject_text;
+using rdma::cm::max_reject_text;
+using rdma::cm::reject_text;
 
 // What the client writes: this text, then bytes that depend on their offset.
 inline constexpr std::string_view payload_text = "hello over rdma_cm";

@@ -4,7 +4,8 @@
 //   protocol.hpp     stage 04's story with the TCP side channel gone: who
 //                    sends what, in which CM message, which event it raises
 //   cm_events.cpp    main; the device rdma_cm chose, and our QP on an id
-//   events.cpp       how a step ends: an event, copied, acked, judged
+//   ../common/src/cm_events.cpp
+//                    how a step ends: an event, copied, acked, judged
 //   client.cpp       resolve the address and the route, connect, write,
 //                    read back, tell, disconnect
 //   server.cpp       listen, accept on the request's own id, wait for the
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "protocol.hpp"
+#include "rdma_tutorial/cm_events.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/options.hpp"
@@ -58,8 +60,6 @@ struct on_device {
   rdma::cq_ptr cq;
 };
 on_device open_on(rdma_cm_id* id, int cq_entries);
-// "rxe0 port 1, 192.0.2.1 -> 192.0.2.1:18515"
-std::string describe_id(rdma_cm_id* id);
 // rdma_create_qp: an RC QP on the id, on dev's PD and CQ, with room for
 // `send_wr` sends and one receive. rdma_cm walks it to INIT at once and on
 // to RTR and RTS while the connection is made.
@@ -69,38 +69,19 @@ rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev, std::uint32_t se
 // max_dest_rd_atomic 0"
 std::string describe_qp(ibv_qp* qp);
 
-// events.cpp. One event, copied out of the library's struct and acked.
-struct cm_event {
-  rdma_cm_event_type type{};
-  int status = 0;
-  rdma_cm_id* id = nullptr;  // the id it is about; for CONNECT_REQUEST a new one, ours to destroy
-  std::vector<std::byte> private_data;
-  std::uint8_t responder_resources = 0;
-  std::uint8_t initiator_depth = 0;
-};
-// No deadline of ours: for steps that rdma_cm itself bounds (address and
-// route resolution end within their timeout_ms, with an event either way).
-inline constexpr int cm_bounds_it = -1;
-// What is left of a deadline, in ms (0 once it passed): a wait_ms.
-int ms_left(std::chrono::steady_clock::time_point deadline);
-// The next event if one is there (the channel's fd is non-blocking),
-// copied and acked.
-std::optional<cm_event> try_event(rdma_event_channel* channel);
-// The next event within wait_ms (cm_bounds_it: as long as it takes), copied
-// and acked; otherwise throws "no <waiting_for>", with `hint`.
-cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for,
-                    std::string_view hint = {});
-// Waits for `want`, the event that ends `step` well ("rdma_resolve_addr(ADDR)");
-// anything else is thrown as explain() says. `bound` names the limit in the
-// timeout's message ("--accept-ms 3000"); empty: wait_ms.
-cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms,
-               std::string_view bound = {});
-// The dispatch table (pure): an error event of a step with its meaning and
-// likely fix, or any other event named as unexpected while we waited for
-// `wanted` ("RDMA_CM_EVENT_ESTABLISHED", "the client's notice").
-rdma::tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step);
-std::string describe_status(rdma_cm_event_type type, int status);
-std::string reject_reason(int status);
+// How a step ends (common/include/rdma_tutorial/cm_events.hpp, where stage 07's
+// events.cpp moved once stage 09 needed it too): one event, copied out of the
+// library's struct and acked, and judged by one table.
+using rdma::cm::await;
+using rdma::cm::cm_bounds_it;
+using rdma::cm::cm_event;
+using rdma::cm::describe_id;
+using rdma::cm::describe_status;
+using rdma::cm::explain;
+using rdma::cm::ms_left;
+using rdma::cm::next_event;
+using rdma::cm::reject_reason;
+using rdma::cm::try_event;
 
 // server.cpp, client.cpp: each side's story; the exit code.
 int run_server(const options& opts, rdma_event_channel* channel);

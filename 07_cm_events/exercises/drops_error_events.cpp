@@ -5,7 +5,8 @@
 // EXIT: 1
 // TIMEOUT: 20
 //
-// This is events.cpp with one bug. Build and check it with
+// This is common/src/cm_events.cpp (stage 07's events, shared with stage 09)
+// with one bug. Build and check it with
 //   scripts/check_exercise.sh drops_error_events
 // (203.0.113.99 is on the guest's dummy1, a subnet where ARP is asked and
 // nobody answers; scripts/rxe_vm.sh sets it up.)
@@ -28,6 +29,7 @@
 //                       of that id has been acked
 //   judge it            the event we wanted, an error event of the step (with
 //                       its meaning and fix), or anything else: named, fatal
+#include <arpa/inet.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -38,10 +40,11 @@
 #include <cstdio>
 #include <string>
 
+#include "rdma_tutorial/cm_events.hpp"
 #include "rdma_tutorial/error.hpp"
-#include "stage.hpp"
+#include "rdma_tutorial/options.hpp"
 
-namespace stage07 {
+namespace rdma::cm {
 
 namespace {
 
@@ -82,11 +85,11 @@ std::string reject_reason(int status) {
 
 std::string describe_status(rdma_cm_event_type type, int status) {
   if (type == RDMA_CM_EVENT_REJECTED) return reject_reason(status);
-  if (status < 0) return "status " + std::to_string(status) + ", " + rdma::errno_name(-status);
+  if (status < 0) return "status " + std::to_string(status) + ", " + errno_name(-status);
   return "status " + std::to_string(status);
 }
 
-rdma::tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step) {
+tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step) {
   std::string got = rdma_event_str(ev.type);
   if (got == "UNKNOWN EVENT") got += " " + std::to_string(static_cast<int>(ev.type));  // newer than this librdmacm
   got += " (" + describe_status(ev.type, ev.status) + ")";
@@ -101,9 +104,9 @@ rdma::tutorial_error explain(const cm_event& ev, std::string_view wanted, std::s
         message += ": \"" + reject_text(ev.private_data) + "\"";
       }
     }
-    return rdma::tutorial_error(message, fix);
+    return tutorial_error(message, fix);
   }
-  return rdma::tutorial_error(std::string(step) + ": unexpected " + got + " while waiting for " + std::string(wanted));
+  return tutorial_error(std::string(step) + ": unexpected " + got + " while waiting for " + std::string(wanted));
 }
 
 int ms_left(std::chrono::steady_clock::time_point deadline) {
@@ -119,7 +122,7 @@ std::optional<cm_event> try_event(rdma_event_channel* channel) {
     // after poll() said readable: the library may have read an event it
     // keeps to itself.)
     if (errno == EAGAIN) return std::nullopt;
-    throw rdma::verbs_error(errno, "rdma_get_cm_event");
+    throw verbs_error(errno, "rdma_get_cm_event");
   }
   // Acked however this block is left; rdma_destroy_id of its id would wait
   // forever for an event never acked.
@@ -136,7 +139,7 @@ std::optional<cm_event> try_event(rdma_event_channel* channel) {
   copy.responder_resources = conn.responder_resources;
   copy.initiator_depth = conn.initiator_depth;
   // Everything we need is copied: ack now, and check that it worked.
-  rdma::check_errno(rdma_ack_cm_event(event.release()), "rdma_ack_cm_event");
+  check_errno(rdma_ack_cm_event(event.release()), "rdma_ack_cm_event");
   return copy;
 }
 
@@ -148,8 +151,8 @@ cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view w
     if (auto ev = try_event(channel)) return *ev;
     pollfd pfd{channel->fd, POLLIN, 0};
     const int timeout = wait_ms < 0 ? -1 : ms_left(deadline);
-    if (rdma::check_errno(poll(&pfd, 1, timeout), "poll(the CM event channel)") == 0) {
-      throw rdma::tutorial_error("no " + std::string(waiting_for), std::string(hint));
+    if (check_errno(poll(&pfd, 1, timeout), "poll(the CM event channel)") == 0) {
+      throw tutorial_error("no " + std::string(waiting_for), std::string(hint));
     }
   }
 }
@@ -163,4 +166,74 @@ cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string
   return ev;
 }
 
-}  // namespace stage07
+// A reject's private data: printable text, at most max_reject_text bytes
+// (the REJ message carries 148), zero-padded on arrival.
+std::vector<std::byte> encode_reject_text(std::string_view text) {
+  text = text.substr(0, max_reject_text);
+  std::vector<std::byte> out(text.size());
+  std::transform(text.begin(), text.end(), out.begin(), [](char c) { return static_cast<std::byte>(c); });
+  return out;
+}
+
+std::string reject_text(std::span<const std::byte> data) {
+  std::string text;
+  for (std::byte b : data.first(std::min(data.size(), max_reject_text))) {
+    const char c = static_cast<char>(b);
+    if (c == '\0') break;
+    text += c >= ' ' && c <= '~' ? c : '?';  // from the peer: never print raw bytes
+  }
+  return text;
+}
+
+
+std::string address_text(const sockaddr* sa) {
+  if (sa == nullptr || sa->sa_family != AF_INET) return "?";
+  const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+  char text[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+  return std::string(text) + (in->sin_port != 0 ? ":" + std::to_string(ntohs(in->sin_port)) : "");
+}
+
+std::string describe_id(rdma_cm_id* id) {
+  return std::string(ibv_get_device_name(id->verbs->device)) + " port " + std::to_string(id->port_num) + ", " +
+         address_text(rdma_get_local_addr(id)) + " -> " + address_text(rdma_get_peer_addr(id));
+}
+
+sockaddr_in ipv4_address(const std::string& text, std::uint16_t port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  if (inet_pton(AF_INET, text.c_str(), &sa.sin_addr) != 1) {
+    throw usage_error("-s takes an IPv4 address, got '" + text + "'");
+  }
+  return sa;
+}
+
+cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, std::string_view to, int resolve_ms,
+                  std::optional<std::uint8_t> ack_timeout) {
+  rdma_cm_id* raw = nullptr;
+  check_errno(rdma_create_id(channel, &raw, nullptr, RDMA_PS_TCP), "rdma_create_id");
+  cm_id_ptr id(raw);
+  if (ack_timeout) {
+    // The QP's ACK timeout, which rdma_cm otherwise takes from the route
+    // (for RoCE, a fixed packet lifetime: 2 s and more per try).
+    std::uint8_t timeout = *ack_timeout;
+    check_errno(rdma_set_option(id.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout),
+                "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+  }
+
+  // The address: the route table picks our interface, ARP finds the
+  // server's MAC, and rdma_cm the RDMA device on that interface.
+  sockaddr_in dst = server;
+  const std::string addr_step = "rdma_resolve_addr(" + std::string(to) + ")";
+  check_errno(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), resolve_ms), addr_step);
+  await(channel, RDMA_CM_EVENT_ADDR_RESOLVED, addr_step, cm_bounds_it);
+
+  // The route: for RoCE, the GIDs and the Ethernet path (no subnet manager).
+  const std::string route_step = "rdma_resolve_route(" + std::string(to) + ")";
+  check_errno(rdma_resolve_route(id.get(), resolve_ms), route_step);
+  await(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, route_step, cm_bounds_it);
+  return id;
+}
+
+}  // namespace rdma::cm

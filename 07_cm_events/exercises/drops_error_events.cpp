@@ -195,8 +195,11 @@ std::string address_text(const sockaddr* sa) {
 }
 
 std::string describe_id(rdma_cm_id* id) {
-  return std::string(ibv_get_device_name(id->verbs->device)) + " port " + std::to_string(id->port_num) + ", " +
-         address_text(rdma_get_local_addr(id)) + " -> " + address_text(rdma_get_peer_addr(id));
+  // A listener bound to every address has no device yet (id->verbs NULL).
+  const std::string where = id->verbs != nullptr
+                                ? std::string(ibv_get_device_name(id->verbs->device)) + " port " + std::to_string(id->port_num)
+                                : std::string("every device");
+  return where + ", " + address_text(rdma_get_local_addr(id)) + " -> " + address_text(rdma_get_peer_addr(id));
 }
 
 sockaddr_in ipv4_address(const std::string& text, std::uint16_t port) {

@@ -3,7 +3,6 @@
 // while fewer than `window` are unconsumed, then END, then wait until the
 // server has consumed everything.
 #include <arpa/inet.h>
-#include <time.h>
 
 #include <array>
 #include <chrono>
@@ -14,6 +13,7 @@
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
+#include "rdma_tutorial/nap_wait.hpp"
 #include "rdma_tutorial/send_window.hpp"
 #include "stage.hpp"
 
@@ -52,34 +52,30 @@ struct stream {
     }
   }
 
-  // Until `ready` holds: reap completions and read the credit word, flat
-  // out for 64 looks (a credit that is on its way is seen at once), then
-  // with a 20 us nap between looks. Spinning flat out would take the CPU
-  // that the server, the other clients and the kernel's own RDMA work need
-  // (Soft-RoCE's packets are processed by the kernel on these same CPUs;
-  // across the two-guest wire a spinning client delayed its ACKs past the
-  // server's ACK timeout). Bounded by --wait-ms without progress, and by
-  // the server closing the connection.
+  // Until `ready` holds: reap completions and read the credit word, at
+  // the pace of common/include/rdma_tutorial/nap_wait.hpp (flat out, then
+  // napping: the server and Soft-RoCE's kernel work need these CPUs too).
+  // Bounded by --wait-ms without progress, and by the server closing the
+  // connection.
   template <typename Ready>
   void wait_until(const char* what, Ready ready) {
-    if (ready()) return;
-    const auto start = clock::now();
-    for (std::uint32_t looks = 1; !ready(); ++looks) {
-      reap();
-      read_credits();
-      if (looks < 64) continue;
-      if (looks % 64 == 0 && clock::now() - start > std::chrono::milliseconds(opts.peer.wait_ms)) {
-        throw rdma::tutorial_error("no credit within " + std::to_string(opts.peer.wait_ms) + " ms while we waited for " +
-                                       what + " (" + std::to_string(credits.consumed()) + " of " +
-                                       std::to_string(credits.sent()) + " consumed)",
-                                   "the server stopped consuming: its output says why");
-      }
-      if (looks % 1024 == 0 && rdma::tcp::peer_closed(server)) {
-        throw rdma::tutorial_error("the server closed the connection while we waited for " + std::string(what));
-      }
-      const timespec nap{0, 20000};
-      nanosleep(&nap, nullptr);
-    }
+    rdma::nap_until(
+        ready,
+        [&] {
+          reap();
+          read_credits();
+        },
+        [&](std::uint32_t looks, std::chrono::steady_clock::duration waited) {
+          if (waited > std::chrono::milliseconds(opts.peer.wait_ms)) {
+            throw rdma::tutorial_error("no credit within " + std::to_string(opts.peer.wait_ms) + " ms while we waited for " +
+                                           what + " (" + std::to_string(credits.consumed()) + " of " +
+                                           std::to_string(credits.sent()) + " consumed)",
+                                       "the server stopped consuming: its output says why");
+          }
+          if (looks % 1024 == 0 && rdma::tcp::peer_closed(server)) {
+            throw rdma::tutorial_error("the server closed the connection while we waited for " + std::string(what));
+          }
+        });
   }
 
   // Records first..count-1, then END (when `end`): every credit we hold

@@ -30,12 +30,6 @@ using rdma::testing::server_command;
 
 namespace {
 
-std::string all(const group_result& r) {
-  std::string text = "--- server ---\n" + describe(r.server);
-  for (std::size_t i = 0; i < r.clients.size(); ++i) text += "\n--- client " + std::to_string(i + 1) + " ---\n" + describe(r.clients[i]);
-  return text;
-}
-
 // One client's run: it connected (its QP and the server's QP are crossed
 // in the server's join line), everything it sent was consumed, and it
 // never had more in flight than its window. Returns the server's number
@@ -71,7 +65,7 @@ std::size_t position(const std::string& text, const std::string& pattern) {
 
 TEST_CASE("four clients should share one SRQ, every record consumed once and in order, no client past its window") {
   const auto r = run_group(server_command(), clients(4, {"--records", "2000"}), 120s);
-  INFO(all(r));
+  INFO(describe(r));
   REQUIRE(r.server.exit_code == 0);
   CHECK(r.server.err.empty());
   CHECK(has_line(r.server.out, "^SRQ: 160 Recvs for 4 clients x window 16 = 64 writes in flight at most; reposted in "
@@ -94,7 +88,7 @@ TEST_CASE("a greedy client should get its window and no more: the others finish 
   std::vector<std::vector<std::string>> argv{client_command({"--records", "20000"})};
   for (int i = 0; i < 3; ++i) argv.push_back(client_command({"--records", "1000"}));
   const auto r = run_group(server_command(), argv, 180s);
-  INFO(all(r));
+  INFO(describe(r));
   REQUIRE(r.server.exit_code == 0);
   for (const auto& c : r.clients) REQUIRE(c.exit_code == 0);
   const std::string greedy = check_client(r, r.clients[0], 20000, 16);
@@ -119,7 +113,7 @@ TEST_CASE("a killed client should be let go while the others finish with exact c
   r.clients.push_back(victim->wait(10s));
   for (auto& p : started) r.clients.push_back(p->wait(rdma::testing::scaled(120s)));
   r.server = server->wait(rdma::testing::scaled(60s));
-  INFO(all(r));
+  INFO(describe(r));
   CHECK(r.clients[0].exit_code == 128 + SIGKILL);
   REQUIRE(r.server.exit_code == 0);
   std::uint64_t others = 0;
@@ -142,7 +136,7 @@ TEST_CASE("a client writing records of another size should be dropped before its
   // slots of 128 bytes and writes 128 bytes where the server expects 64.
   const auto r = run_group(server_command({"--clients", "2"}),
                            {client_command({"--records", "500"}), client_command({"--records", "500", "--size", "128"})}, 120s);
-  INFO(all(r));
+  INFO(describe(r));
   CHECK(r.server.exit_code == 1);
   REQUIRE(r.clients[0].exit_code == 0);
   check_client(r, r.clients[0], 500, 16);
@@ -156,7 +150,7 @@ TEST_CASE("reposting only on the limit event should keep four clients going, the
   // limit event's. 128 > 4 x 8 in flight + one poll: the event comes in time.
   const auto r = run_group(server_command({"--window", "8", "--srq-depth", "256", "--srq-limit", "128", "--repost-batch", "256"}),
                            clients(4, {"--records", "3000"}), 120s);
-  INFO(all(r));
+  INFO(describe(r));
   REQUIRE(r.server.exit_code == 0);
   for (const auto& c : r.clients) {
     REQUIRE(c.exit_code == 0);
@@ -173,7 +167,7 @@ TEST_CASE("reposting only on the limit event should keep four clients going, the
 TEST_CASE("a server sized below the windows should say so before it starts") {
   // One client, END only: nothing can run dry, the warning is all there is.
   const auto r = run_group(server_command({"--clients", "1", "--srq-depth", "16"}), clients(1, {"--records", "0"}), 60s);
-  INFO(all(r));
+  INFO(describe(r));
   REQUIRE(r.server.exit_code == 0);
   REQUIRE(r.clients[0].exit_code == 0);
   const std::size_t warning =
@@ -189,7 +183,7 @@ TEST_CASE("across two hosts: four clients here, the server on the other guest, e
   const auto r = run_group(server_command(),
                            clients(4, {"--records", "500", "--wait-ms", rdma::testing::peer_wait_ms(30s)}, "192.0.2.2"),
                            240s, rdma::testing::on_peer_prefix());
-  INFO(all(r));
+  INFO(describe(r));
   REQUIRE(r.server.exit_code == 0);
   for (const auto& c : r.clients) {
     REQUIRE(c.exit_code == 0);

@@ -27,19 +27,11 @@ using rdma::testing::both;
 using rdma::testing::client_command;
 using rdma::testing::first_match;
 using rdma::testing::has_line;
+using rdma::testing::rdma_cm_address;
 using rdma::testing::run_pair;
 using rdma::testing::server_command;
 
 namespace {
-
-std::string our_address() {
-  for (const char* name : {"RDMA_TUTORIAL_IPV4", "RXE_VM_IPV4"}) {
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return v;
-  }
-  FAIL("no address for rdma_cm: run inside scripts/rxe_vm.sh, or set RDMA_TUTORIAL_IPV4 to the address of an "
-       "interface with an RDMA device");
-  return {};
-}
 
 // "." in an address, for a regex.
 std::string quoted(const std::string& address) {
@@ -109,14 +101,14 @@ std::pair<rdma::testing::run_result, double> run_timed(const std::vector<std::st
 }  // namespace
 
 TEST_CASE("a connection made by rdma_cm should show every event, carry the region in private data, and read back") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   const auto r = run_pair(server_command(), client_command({}, ip), 60s);
   INFO(both(r));
   check_connection(r, ip, ip, 4096, 1);
 }
 
 TEST_CASE("many rounds of a larger write should read back the same every time; each end's rnr_retry_count its peer's") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   const auto r = run_pair(server_command({"--size", "65536", "--rnr-retry-count", "2"}),
                           client_command({"--size", "65536", "--iters", "200", "--rnr-retry-count", "5"}, ip), 120s);
   INFO(both(r));
@@ -124,7 +116,7 @@ TEST_CASE("many rounds of a larger write should read back the same every time; e
 }
 
 TEST_CASE("a client asking for no RDMA Reads should be granted none, and its Read should wait, named") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   const auto r = run_pair(server_command(),
                           client_command({"--initiator-depth", "0", "--wait-ms", rdma::testing::peer_wait_ms(2s)}, ip), 60s);
   INFO(both(r));
@@ -138,7 +130,7 @@ TEST_CASE("a client asking for no RDMA Reads should be granted none, and its Rea
 }
 
 TEST_CASE("a second client while one is served should be turned away busy, and the first served to the end") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   auto server = rdma::testing::start(server_command());
   REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
   auto first = rdma::testing::start(client_command({"--iters", "300"}, ip));
@@ -164,7 +156,7 @@ TEST_CASE("a second client while one is served should be turned away busy, and t
 }
 
 TEST_CASE("a server granting no responder resources should leave the client's RDMA Read waiting, named") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   const auto r = run_pair(server_command({"--responder-resources", "0"}),
                           client_command({"--wait-ms", rdma::testing::peer_wait_ms(2s)}, ip), 60s);
   INFO(both(r));
@@ -179,7 +171,7 @@ TEST_CASE("a server granting no responder resources should leave the client's RD
 }
 
 TEST_CASE("a client asking for more than the region should be rejected with the server's reason, and the next served") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   auto server = rdma::testing::start(server_command({"--size", "100"}));
   REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
   const auto greedy = rdma::testing::run(client_command({"--size", "4096"}, ip), 60s);
@@ -200,7 +192,7 @@ TEST_CASE("a client asking for more than the region should be rejected with the 
 }
 
 TEST_CASE("a client with nobody listening should retry until --wait-ms, then name the rejection") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   const auto [r, seconds] = run_timed(client_command({"--wait-ms", "1500"}, ip));
   INFO(rdma::testing::describe(r));
   CHECK(r.exit_code == 1);
@@ -244,7 +236,7 @@ TEST_CASE("an address nobody owns, off the subnet and on it, should end the clie
 }
 
 TEST_CASE("a server killed mid-stream should be found dead by the client's retries, and named") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   auto server = rdma::testing::start(server_command());
   REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
   // ACK timeout 14 (67 ms) and retry_count 3: about 4 x 67 ms to give up.
@@ -264,7 +256,7 @@ TEST_CASE("a server killed mid-stream should be found dead by the client's retri
 }
 
 TEST_CASE("a client killed mid-stream should be named by the server, which releases everything") {
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   auto server = rdma::testing::start(server_command());
   REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
   auto client = rdma::testing::start(client_command({"--iters", "100000000"}, ip));
@@ -282,7 +274,7 @@ TEST_CASE("a client killed mid-stream should be named by the server, which relea
 TEST_CASE("across two hosts, a connection made by rdma_cm should work over the wire, each end its own address") {
   const char* peer_ip = std::getenv("RXE_VM_PEER_IPV4");
   REQUIRE_MESSAGE(peer_ip != nullptr, "no peer guest: run the pair suite inside scripts/rxe_vm.sh --pair");
-  const std::string ip = our_address();
+  const std::string ip = rdma_cm_address();
   // The server starts through the peer agent: the client retries its
   // connect (nobody listening yet) for up to 30 s.
   const auto r = run_pair(server_command(), client_command({"--wait-ms", rdma::testing::peer_wait_ms(30s)}, peer_ip), 120s,

@@ -37,6 +37,18 @@ inline std::vector<std::string> client_command(const std::vector<std::string>& a
   return argv;
 }
 
+// The address rdma_cm needs for this host: an interface with an RDMA device.
+// The guest's comes from RXE_VM_IPV4 (scripts/rxe_vm.sh); on a machine of
+// your own, set RDMA_TUTORIAL_IPV4.
+inline std::string rdma_cm_address() {
+  for (const char* name : {"RDMA_TUTORIAL_IPV4", "RXE_VM_IPV4"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return v;
+  }
+  FAIL("no address for rdma_cm: run inside scripts/rxe_vm.sh, or set RDMA_TUTORIAL_IPV4 to the address of an "
+       "interface with an RDMA device");
+  return {};
+}
+
 // The first capture group of `pattern` in `text`; fails the test if absent.
 inline std::string first_match(const std::string& text, const std::string& pattern) {
   std::smatch m;

@@ -245,4 +245,12 @@ std::string describe(const run_result& r) {
   return text;
 }
 
+std::string describe(const group_result& r) {
+  std::string text = "--- server ---\n" + describe(r.server);
+  for (std::size_t i = 0; i < r.clients.size(); ++i) {
+    text += "\n--- client " + std::to_string(i + 1) + " ---\n" + describe(r.clients[i]);
+  }
+  return text;
+}
+
 }  // namespace rdma::testing

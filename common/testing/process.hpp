@@ -100,5 +100,7 @@ std::string program_from_env(const char* variable);
 
 // One-line description for assertion messages: exit code and both streams.
 std::string describe(const run_result& r);
+// The server's, then each client's, under a "--- server ---" / "--- client N ---" line.
+std::string describe(const group_result& r);
 
 }  // namespace rdma::testing

@@ -16,3 +16,9 @@ void warn_destroy_failed(const char* call, int rc) noexcept {
 }
 
 }  // namespace rdma::detail
+
+namespace rdma {
+
+int dealloc_mw(ibv_mw* mw) noexcept { return ibv_dealloc_mw(mw); }
+
+}  // namespace rdma

@@ -2,7 +2,8 @@
 // type. Stages 01-03 show each create/destroy pair in raw verbs; from then on
 // these handles release everything on every path, exceptions included. A
 // handle joins this file in the stage that teaches its object (the SRQ in
-// 06, rdma_cm in 07, the completion channel in 08), not before.
+// 06, rdma_cm in 07, the completion channel in 08, the memory window in 09),
+// not before.
 //
 // Teardown order matters: an MR or QP keeps its PD busy (ibv_dealloc_pd fails
 // with EBUSY), a QP keeps its CQs busy, everything keeps the device context
@@ -77,5 +78,13 @@ using cm_id_ptr = std::unique_ptr<rdma_cm_id, detail::deleter<rdma_cm_id, rdma_d
 // releases it. This handle points at the id but owns only its QP; declare
 // it after the id's handle (and after the MRs the QP may touch).
 using cm_qp_ptr = std::unique_ptr<rdma_cm_id, detail::deleter<rdma_cm_id, rdma_destroy_qp, "rdma_destroy_qp">>;
+
+// Stage 09: a memory window, a second rkey over part of a registered region
+// (bound to one QP, type 2). Deallocate it after the QP it was bound on
+// can no longer use it.
+// (ibv_dealloc_mw is a static inline in verbs.h: a type naming it would have
+// internal linkage, so the deleter calls it through this function.)
+int dealloc_mw(ibv_mw* mw) noexcept;
+using mw_ptr = std::unique_ptr<ibv_mw, detail::deleter<ibv_mw, dealloc_mw, "ibv_dealloc_mw">>;
 
 }  // namespace rdma

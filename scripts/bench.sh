@@ -15,7 +15,12 @@
 # (four QPs on one SRQ, Sends), every message together, at 64 B and 4 KiB,
 # each client with a window of 64 (perftest keeps 128 sends in flight):
 # higher is better. 08's --event mode beside ib_send_lat -e (both sides asleep on
-# a completion channel), median one-way latency at 8 B. Soft-RoCE in an
+# a completion channel), median one-way latency at 8 B. 09's pipeline (four
+# clients writing records with Write with Immediate into pooled slots, the
+# server asleep on a completion channel, window 64) beside ib_send_bw -e -q 4
+# --use-srq (the same notification model: four QPs on one SRQ, the server
+# woken by events) and beside ib_write_bw -q 4 (plain writes, no
+# notification at all), at 64 B and 4 KiB: higher is better. Soft-RoCE in an
 # emulated guest says nothing about real hardware: only the ratios mean
 # something, and no test ever passes or fails on them.
 set -uo pipefail
@@ -43,10 +48,12 @@ fi
 
 if [[ $pair == 1 ]]; then
   server_addr=$RXE_VM_PEER_IPV4
+  cm_addr=$server_addr
   on_server() { scripts/on_peer.sh --timeout 300 -- "$@"; }
   where="across two guests ($RXE_VM_IPV4 -> $server_addr)"
 else
   server_addr=127.0.0.1
+  cm_addr=$(rdma_ipv4)  # rdma_cm needs the RDMA interface's own address, not loopback
   on_server() { "$@"; }
   where="in one guest (loopback through rxe0)"
 fi
@@ -127,6 +134,30 @@ perftest_srq() {  # perftest_srq SIZE ITERS -> Mpps: 4 QPs on one SRQ, Sends
     "ib_send_bw -d $dev -x $gid_index -F -s $1 -n $(($2 / 4)) -q 4 --use-srq $server_addr" |
     awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
 }
+ours_pipeline() {  # ours_pipeline SIZE ITERS -> Mpps: 09's server and 4 clients, every record together
+  local out status=0 addr=$cm_addr
+  out=$(mktemp)
+  on_server "$build/subprojects/09_mempool/mempool" --record-size "$1" --window 64 >"$out" 2>&1 &
+  local spid=$! pids=()
+  for _ in 1 2 3 4; do
+    "$build/subprojects/09_mempool/mempool" -s "$addr" --record-size "$1" --records $(($2 / 4)) --wait-ms 30000 >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}" "$spid"; do wait "$p" || status=1; done
+  [[ $status -eq 0 ]] || { echo "bench: mempool failed:" >&2; cat "$out" >&2; }
+  awk -v s="$1" '/^all clients/ { f = 1 } f && $1 == s && NF == 4 { print $4 }' "$out"
+  rm -f "$out"
+}
+perftest_send_event_srq() {  # -> Mpps: 4 QPs on one SRQ, Sends, the receiver woken by events
+  pair_run "ib_send_bw -d $dev -x $gid_index -F -e -s $1 -n $(($2 / 4)) -q 4 --use-srq" \
+    "ib_send_bw -d $dev -x $gid_index -F -e -s $1 -n $(($2 / 4)) -q 4 --use-srq $server_addr" |
+    awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
+}
+perftest_write_q4() {  # -> Mpps: 4 QPs of plain RDMA Writes, nobody notified
+  pair_run "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $(($2 / 4)) -q 4" \
+    "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $(($2 / 4)) -q 4 $server_addr" |
+    awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
 echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per figure"
@@ -151,4 +182,8 @@ row "05 write_imm / ib_write_lat, median us" 4096 1000 ours_lat perftest_lat
 row "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" 64 20000 ours_srq perftest_srq
 row "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" 4096 8000 ours_srq perftest_srq
 row "08 event_channel / ib_send_lat -e, median us" 8 1000 ours_event_lat perftest_event_lat
+row "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" 64 20000 ours_pipeline perftest_send_event_srq
+row "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" 4096 8000 ours_pipeline perftest_send_event_srq
+row "09 mempool x4 / ib_write_bw -q 4, Mpps" 64 20000 ours_pipeline perftest_write_q4
+row "09 mempool x4 / ib_write_bw -q 4, Mpps" 4096 8000 ours_pipeline perftest_write_q4
 exit "$status"

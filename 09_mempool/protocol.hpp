@@ -1,0 +1,98 @@
+// Stage 09's protocol: who sends what to whom, in order.
+//
+//   each client (mempool -s ADDR)                 the server (mempool --clients N)
+//                                                 one pool (--pool-chunks x --chunk-size,
+//                                                 registered per chunk, MW_BIND), one SRQ of
+//                                                 Recvs (limit armed), one CQ on a
+//                                                 completion channel, rdma_listen
+//   registers an 8-byte credit word (REMOTE_WRITE)
+//   rdma_connect, private data: hello ---------->  CONNECT_REQUEST: checks the hello,
+//                                                 takes a chunk from the pool, a QP on
+//                                                 the SRQ, a memory window for the chunk
+//   ESTABLISHED  <---------- rdma_accept, private data: grant
+//                                                 ESTABLISHED: binds the window to the
+//                                                 chunk, on this client's QP, REMOTE_WRITE
+//   <================ RDMA Write into the credit word: the credit edge (the window is open)
+//   record n, --record-size bytes, into slot      the completion's qp_num names the
+//     first + n % slots, imm DATA|slot,           client; type, slot (in its grant),
+//     while n < edge ==============================> byte_len checked; then the record's
+//                                                 sequence number and checksum; the Recv
+//                                                 reposted (in batches)
+//   <================ credit edge = consumed + slots, every --credit-batch records
+//   0 bytes, imm END|records =====================> checks the count; the last edge
+//   waits for the edge records + 1 + slots,
+//   rdma_disconnect ----------------------------->  DISCONNECTED: rdma_disconnect, QP in
+//                                                 ERR, drained; window deallocated, QP
+//                                                 destroyed, chunk back to the pool
+//
+// ---> is an rdma_cm message, ===> RDMA. The immediate is 8 bits of type and
+// 24 of index (common/include/rdma_tutorial/imm.hpp), network byte order on
+// the wire. A slot is a record's place in the pool: slot s is in chunk
+// s / slots, at (s % slots) x record size; a client is granted one chunk, so
+// slots first .. first + slots - 1. The records are stage 06's
+// (common/include/rdma_tutorial/record.hpp): sequence number, body, FNV-1a.
+//
+// hello, in the connect request (24 bytes, big-endian; the CM pads it):
+//   offset  0 magic        "mp09"
+//   offset  4 version      1
+//   offset  6 flags        1: latency mode, a credit back for every record
+//   offset  8 record_size  bytes per record
+//   offset 12 credit_rkey  the credit word's rkey
+//   offset 16 credit_addr  the credit word's address
+// grant, in the accept (36 bytes, big-endian):
+//   offset  0 magic        "mp09"
+//   offset  4 version      1
+//   offset  6 (zero)
+//   offset  8 first_slot   the first slot of the grant
+//   offset 12 slots        how many
+//   offset 16 rkey         the memory window's rkey: it opens these slots only
+//   offset 20 addr         the address of the first slot
+//   offset 28 record_size  bytes per slot
+//   offset 32 chunk_bytes  the chunk the slots are in (where the neighbours start)
+// A reject (rdma_reject) carries why as text.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace stage09 {
+
+inline constexpr std::uint32_t magic = 0x6d703039;  // "mp09"
+inline constexpr std::uint16_t version = 1;
+
+inline constexpr std::uint8_t imm_data = 0x01;  // index: the slot written
+inline constexpr std::uint8_t imm_end = 0x02;   // index: how many records came before, mod 2^24
+
+inline constexpr std::uint16_t flag_latency = 1;
+
+struct hello {
+  std::uint16_t version = stage09::version;
+  std::uint16_t flags = 0;
+  std::uint32_t record_size = 0;
+  std::uint32_t credit_rkey = 0;
+  std::uint64_t credit_addr = 0;
+};
+inline constexpr std::size_t hello_size = 24;
+
+struct grant_msg {
+  std::uint32_t first_slot = 0;
+  std::uint32_t slots = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t addr = 0;
+  std::uint32_t record_size = 0;
+  std::uint32_t chunk_bytes = 0;
+};
+inline constexpr std::size_t grant_size = 36;
+
+std::array<std::byte, hello_size> encode_hello(const hello& h);
+std::array<std::byte, grant_size> encode_grant(const grant_msg& g);
+// Both take what the event carried (padded by the CM, or anything at all:
+// it comes from the peer) and throw rdma::tutorial_error saying what is
+// wrong: too short, not ours, another version.
+hello decode_hello(std::span<const std::byte> data);
+grant_msg decode_grant(std::span<const std::byte> data);
+
+}  // namespace stage09

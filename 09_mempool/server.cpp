@@ -1,0 +1,340 @@
+// The server's story: one pool, one SRQ, one CQ on a completion channel,
+// and a loop that sleeps until something happens. Each completion names
+// its QP, so its client; what it claims (type, slot, length) is checked
+// against that client's grant before the slot is read; then the record's
+// own sequence number and checksum. Credits go back as an edge written
+// into the client's credit word. clients.cpp has the comings and goings.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+
+#include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/imm.hpp"
+#include "rdma_tutorial/record.hpp"
+#include "rdma_tutorial/send_window.hpp"
+#include "server.hpp"
+
+namespace stage09 {
+
+namespace {
+
+// The listener's device. Bound to an address, the listener has one
+// (listener->verbs); bound to every address it has none, and requests come
+// on the devices librdmacm opened: take the first, and turn away requests
+// that arrive on another.
+ibv_context* listening_device(rdma_cm_id* listener) {
+  if (listener->verbs != nullptr) return listener->verbs;
+  int count = 0;
+  ibv_context** devices = rdma::check_ptr(rdma_get_devices(&count), "rdma_get_devices");
+  ibv_context* first = count > 0 ? devices[0] : nullptr;
+  rdma_free_devices(devices);
+  if (first == nullptr) throw rdma::tutorial_error("rdma_get_devices: no RDMA device", "rdma link show");
+  return first;
+}
+
+rdma::cm_id_ptr listen_on(rdma_event_channel* channel, const rdma::peer_options& peer) {
+  rdma_cm_id* raw = nullptr;
+  rdma::check_errno(rdma_create_id(channel, &raw, nullptr, RDMA_PS_TCP), "rdma_create_id");
+  rdma::cm_id_ptr id(raw);
+  sockaddr_in addr = rdma::cm::ipv4_address(peer.bind.empty() ? "0.0.0.0" : peer.bind, peer.port);
+  rdma::check_errno(rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&addr)),
+                    "rdma_bind_addr(" + (peer.bind.empty() ? std::string("every address") : peer.bind) + ":" +
+                        std::to_string(peer.port) + ")");
+  rdma::check_errno(rdma_listen(id.get(), 16), "rdma_listen");
+  return id;
+}
+
+}  // namespace
+
+server::server(const options& opts, rdma_event_channel* channel)
+    : opts_(opts), channel_(channel), listener_(listen_on(channel, opts.peer)), ctx_(listening_device(listener_.get())),
+      layout_{opts.window, opts.record_size, opts.chunk_bytes(), opts.chunk_count()},
+      // Every client's whole window at once, twice over, so a batch waiting
+      // to be reposted never leaves the queue short; the limit at a quarter
+      // catches a loop that fell behind.
+      srq_depth_(2 * (opts.chunk_count() * opts.window + repost_batch)),
+      srq_limit_(srq_depth_ / 4),
+      credit_batch_(opts.credit_batch.value_or(std::max(1u, opts.window / 2))),
+      pd_(rdma::check_ptr(ibv_alloc_pd(ctx_), "ibv_alloc_pd")),
+      // Registered at start-up for every client there will ever be, one
+      // region per chunk (pool.hpp: on Soft-RoCE a window reaches as far as
+      // its region does). MW_BIND: each client's slots are opened by a
+      // memory window bound over its chunk, never by a region's rkey, so
+      // the regions themselves need no remote access at all.
+      pool_(pd_.get(), opts.chunk_bytes(), opts.chunk_count(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
+            registration::per_chunk),
+      comp_channel_(rdma::check_ptr(ibv_create_comp_channel(ctx_), "ibv_create_comp_channel")),
+      cq_(rdma::check_ptr(ibv_create_cq(ctx_, static_cast<int>(srq_depth_ + opts.chunk_count() * send_queue + 16), nullptr,
+                                        comp_channel_.get(), 0),
+                          "ibv_create_cq")),
+      srq_(rdma::create_srq(pd_.get(), srq_depth_)),
+      async_(ctx_),
+      join_deadline_(steady::now() + std::chrono::milliseconds(opts.peer.accept_ms)) {
+  // Non-blocking: ibv_get_cq_event then fails with EAGAIN instead of
+  // blocking, and the channel's fd sleeps in one poll() with the CM's.
+  const int flags = rdma::check_errno(fcntl(comp_channel_->fd, F_GETFL), "fcntl(the channel's fd, F_GETFL)");
+  rdma::check_errno(fcntl(comp_channel_->fd, F_SETFL, flags | O_NONBLOCK), "fcntl(the channel's fd, F_SETFL)");
+  rdma::post_srq_receives(srq_.get(), srq_depth_);
+  rdma::arm_srq_limit(srq_.get(), srq_limit_);
+  std::printf("pool: %s\n", pool_.describe().c_str());
+  std::printf("slots: %u per chunk of %u bytes, %u in all; each client is granted one chunk\n", layout_.slots,
+              layout_.record_size, layout_.slot_count());
+  std::printf("SRQ: %u Recvs, limit %u; CQ on a completion channel (%s)\n", srq_depth_, srq_limit_,
+              opts.spin_us == 0 ? "sleep when empty" : ("spin " + std::to_string(opts.spin_us) + " us, then sleep").c_str());
+  std::printf("listening on %s (rdma_listen) for %u client%s\n",
+              rdma::cm::address_text(rdma_get_local_addr(listener_.get())).c_str(), opts.clients, opts.clients == 1 ? "" : "s");
+  std::fflush(stdout);
+}
+
+// Every completion there is now, each taken; how many.
+std::size_t server::drain_cq() {
+  std::array<ibv_wc, 32> wcs{};
+  std::size_t taken = 0;
+  for (;;) {
+    const int n = rdma::check_poll(ibv_poll_cq(cq_.get(), static_cast<int>(wcs.size()), wcs.data()));
+    for (int i = 0; i < n; ++i) take(wcs[static_cast<std::size_t>(i)]);
+    taken += static_cast<std::size_t>(n);
+    if (n < static_cast<int>(wcs.size())) return taken;
+  }
+}
+
+void server::take(const ibv_wc& wc) {
+  client* c = by_qp(wc.qp_num);
+  const std::uint64_t tag = wc.wr_id & ~number_mask;
+  if (tag == drain_tag) {
+    // Flushed behind everything its QP had: it is finished with the SRQ.
+    if (c != nullptr && c->leaving) c->drained = true;
+    return;
+  }
+  if (tag == bind_tag) {
+    if (c == nullptr || c->leaving) return;
+    if (wc.status != IBV_WC_SUCCESS) {
+      let_go(*c, parting::dropped, "binding its memory window failed: " + rdma::describe_wc(wc));
+      return;
+    }
+    // The window now opens the client's slots: tell it how far it may go.
+    c->open = true;
+    c->last_heard = steady::now();
+    post_credit(*c, credit_edge(0, layout_.slots));
+    return;
+  }
+  if (tag == credit_tag) {
+    if (c == nullptr || c->leaving) return;
+    if (wc.status != IBV_WC_SUCCESS) {
+      let_go(*c, parting::lost, "a credit write failed: " + rdma::describe_wc(wc));
+      return;
+    }
+    c->credit_reaped = wc.wr_id & number_mask;
+    return;
+  }
+  // A Recv of the SRQ was consumed, whoever's QP consumed it.
+  ++recvs_waiting_;
+  if (c == nullptr) {
+    ++stray_;
+    return;
+  }
+  if (c->leaving) return;
+  if (wc.status != IBV_WC_SUCCESS) {
+    // A flush: its QP broke (it died, or we disconnected it). Anything
+    // else: it did what a client must not (a write outside its window
+    // fails at the responder, IBV_WC_REM_ACCESS_ERR at the client).
+    let_go(*c, wc.status == IBV_WC_WR_FLUSH_ERR ? parting::lost : parting::dropped,
+           "its completion failed: " + rdma::describe_wc(wc));
+    return;
+  }
+  c->last_heard = steady::now();
+  take_record(*c, wc);
+}
+
+// The order is the lesson: first what the completion claims, against what
+// we granted; only then the bytes in the slot.
+void server::take_record(client& c, const ibv_wc& wc) {
+  if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || (wc.wc_flags & IBV_WC_WITH_IMM) == 0) {
+    let_go(c, parting::dropped, "sent something that is not a Write with Immediate (" + rdma::wc_opcode_name(wc.opcode) + ")");
+    return;
+  }
+  if (c.finished) {
+    let_go(c, parting::dropped, "wrote after its END");
+    return;
+  }
+  const arrival a = judge(layout_, c.slots, ntohl(wc.imm_data), wc.byte_len, c.records);
+  if (a.what == arrival::kind::bad) {
+    let_go(c, parting::dropped, a.why);
+    return;
+  }
+  if (a.what == arrival::kind::end) {
+    if (a.count != c.records % rdma::imm::index_limit) {
+      let_go(c, parting::dropped, "END says " + std::to_string(a.count) + " records; " + std::to_string(c.records) + " arrived");
+      return;
+    }
+    ++c.consumed;
+    c.finished = true;
+    ++finished_;
+    last_end_ = steady::now();
+    std::printf("client %u: END after %llu records\n", c.number, static_cast<unsigned long long>(c.records));
+    std::fflush(stdout);
+    return;
+  }
+  // Credits: record n may be written once the edge passed n. One beyond
+  // the edge we told was written without a credit.
+  if (c.consumed >= c.edge_told) {
+    let_go(c, parting::dropped, "wrote record " + std::to_string(c.records) + " beyond its credit edge " +
+                                    std::to_string(c.edge_told));
+    return;
+  }
+  const std::span<const char> record(pool_.base() + layout_.offset(a.slot), layout_.record_size);
+  const std::uint64_t expected = c.seq.next();
+  if (std::string wrong = rdma::check_record(record, expected); !wrong.empty()) {
+    if (wrong.find("checksum") != std::string::npos) {
+      c.seq.on_corrupt();
+    } else {
+      wrong = c.seq.on_record(rdma::record_seq(record));
+    }
+    let_go(c, parting::dropped, wrong);
+    return;
+  }
+  c.seq.on_record(expected);
+  if (all_records_ == 0) first_record_ = steady::now();
+  ++c.records;
+  c.bytes += wc.byte_len;
+  ++c.consumed;
+  ++all_records_;
+}
+
+// The credit word: the edge, 8 bytes, as one inline RDMA Write (inline:
+// copied into the WQE when posted, so the variable may change at once).
+void server::post_credit(client& c, std::uint64_t edge) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(&edge), sizeof edge, 0};
+  ibv_send_wr wr{};
+  wr.wr_id = credit_tag | (c.credit_writes + 1);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_INLINE;
+  if ((c.credit_writes + 1) % signal_every == 0 || c.finished) wr.send_flags |= IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = c.credit_addr;
+  wr.wr.rdma.rkey = c.credit_rkey;
+  ibv_send_wr* bad = nullptr;
+  if (const int rc = ibv_post_send(c.qp->qp, &wr, &bad); rc != 0) {
+    throw rdma::verbs_error(rc, "ibv_post_send(credit write to client " + std::to_string(c.number) + ")");
+  }
+  ++c.credit_writes;
+  c.edge_told = edge;
+}
+
+void server::return_credits() {
+  for (auto& c : clients_) {
+    if (!c->open || c->leaving) continue;
+    const std::uint64_t edge = credit_edge(c->consumed, layout_.slots);
+    if (edge == c->edge_told) continue;
+    if (edge - c->edge_told < c->credit_batch && !c->finished) continue;
+    if (c->credit_writes - c->credit_reaped >= send_queue - 2) continue;  // full: the next return carries this one
+    post_credit(*c, edge);
+  }
+}
+
+// Consumed Recvs go back in batches (one doorbell each); the limit event
+// (on_async_event) reposts whatever waits at once.
+void server::refill_srq() {
+  if (recvs_waiting_ < repost_batch) return;
+  rdma::post_srq_receives(srq_.get(), recvs_waiting_);
+  recvs_waiting_ = 0;
+}
+
+// Asleep until the CQ's channel, the CM's channel or the device's async
+// queue has something, or wait_ms pass; then whatever each has.
+void server::look_around(int wait_ms) {
+  std::array<pollfd, 3> fds{{{comp_channel_->fd, POLLIN, 0}, {channel_->fd, POLLIN, 0}, {async_.fd(), POLLIN, 0}}};
+  if (::poll(fds.data(), fds.size(), wait_ms) < 0) {
+    if (errno == EINTR) return;
+    rdma::check_errno(-1, "poll(the completion channel, the CM channel, the async events)");
+  }
+  if (fds[0].revents != 0) {
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    if (ibv_get_cq_event(comp_channel_.get(), &cq, &context) == 0) {
+      // Acked at once: ibv_destroy_cq waits for every event it delivered
+      // to be acked (stage 08 batches them; one lock a wake-up is cheap here).
+      ibv_ack_cq_events(cq, 1);
+      ++wake_ups_;
+    } else if (errno != EAGAIN) {
+      rdma::check_errno(-1, "ibv_get_cq_event");
+    }
+  }
+  if (fds[1].revents != 0) {
+    while (const auto ev = rdma::cm::try_event(channel_)) on_cm_event(*ev);
+  }
+  if (fds[2].revents != 0) async_.drain([&](const ibv_async_event& e) { on_async_event(e); });
+  // A client that holds a chunk and says nothing (stopped, or stuck) would
+  // hold it, and this server, for ever.
+  const auto now = steady::now();
+  for (auto& c : clients_) {
+    if (c->open && !c->leaving && !c->finished && now - c->last_heard > std::chrono::milliseconds(opts_.peer.accept_ms)) {
+      let_go(*c, parting::dropped, "silent for --accept-ms " + std::to_string(opts_.peer.accept_ms));
+    }
+  }
+  forget_drained();
+  if (joined_ < opts_.clients && now > join_deadline_) {
+    throw rdma::tutorial_error(std::to_string(joined_) + " of " + std::to_string(opts_.clients) +
+                                   " clients came within --accept-ms " + std::to_string(opts_.peer.accept_ms),
+                               "start every client, or give --clients the number you start");
+  }
+}
+
+int server::run() {
+  rdma::check_rc(ibv_req_notify_cq(cq_.get(), 0), "ibv_req_notify_cq");
+  auto busy_since = steady::now();
+  for (std::uint64_t round = 1; joined_ < opts_.clients || !clients_.empty(); ++round) {
+    std::size_t n = drain_cq();
+    refill_srq();
+    return_credits();
+    if (n > 0) busy_since = steady::now();
+    // While completions flow, the CM channel and the async queue are
+    // looked at every 64th round without sleeping (a client may be
+    // joining or leaving meanwhile).
+    if (n > 0 || (opts_.spin_us > 0 && steady::now() - busy_since < std::chrono::microseconds(opts_.spin_us))) {
+      if (round % 64 == 0) look_around(0);
+      continue;
+    }
+    // Nothing came: arm, then look once more, then sleep. The event is
+    // edge-triggered: a completion that came after the last look and
+    // before the arm raises none, so the look after the arm finds it.
+    rdma::check_rc(ibv_req_notify_cq(cq_.get(), 0), "ibv_req_notify_cq");
+    n = drain_cq();
+    if (n > 0) continue;
+    const std::uint64_t before = wake_ups_;
+    look_around(100);  // a deadline to check now and then: leaving clients, --accept-ms
+    if (wake_ups_ != before && drain_cq() == 0) ++empty_wake_ups_;
+  }
+  report();
+  return dropped_ == 0 ? 0 : 1;
+}
+
+void server::report() const {
+  for (const std::string& line : parted_) std::printf("%s\n", line.c_str());
+  std::printf("served %u client%s: %u finished, %u lost, %u dropped; %u turned away; %llu records in all\n", joined_,
+              joined_ == 1 ? "" : "s", finished_, lost_, dropped_, rejected_, static_cast<unsigned long long>(all_records_));
+  std::printf("pool: %u of %u chunks free again; SRQ limit events: %u; completion channel: %llu wake-ups, %llu empty\n",
+              pool_.free_count(), pool_.count(), limit_events_, static_cast<unsigned long long>(wake_ups_),
+              static_cast<unsigned long long>(empty_wake_ups_));
+  if (stray_ != 0) std::printf("completions of QPs already destroyed: %llu\n", static_cast<unsigned long long>(stray_));
+  if (all_records_ > 0 && last_end_ > first_record_) {
+    // Every client's records together, as ib_send_bw -q N prints its QPs'.
+    std::printf("all clients, first record to last END:\n%s",
+                rdma::bw_report(opts_.record_size, static_cast<std::uint32_t>(all_records_),
+                                std::chrono::duration<double>(last_end_ - first_record_).count()).c_str());
+  }
+}
+
+int run_server(const options& opts, rdma_event_channel* channel) {
+  server s(opts, channel);
+  return s.run();
+}
+
+}  // namespace stage09

@@ -1,0 +1,71 @@
+// Stage 09 — a memory pool and the whole pipeline (docs/09-mempool.md).
+//
+// Reading order, as the chapter tells it:
+//   pool.hpp/.cpp     memory registered at start-up, carved into chunks
+//   pool_cost.cpp     what that saves: stage 02's cost table, the pool beside it
+//   protocol.hpp/.cpp who sends what to whom; the hello and the grant
+//   grants.hpp/.cpp   the server's rules: slots, grants, what a completion may
+//                     claim, the credit edge, the sequence numbers (pure)
+//   mempool.cpp       main: --pool-cost, or either role
+//   server.hpp        the server's state: the pool, the SRQ, the CQ on its
+//                     channel, the clients
+//   server.cpp        the loop: sleep on the channel, take each completion,
+//                     check it before reading the slot, credits, the report
+//   clients.cpp       clients coming and going: a grant and a memory window
+//                     per client, and taking them back when it leaves or dies
+//   client.cpp        connect, stream records inside the credit edge, END,
+//                     disconnect; --hostile breaks the rules on purpose
+//   options.cpp       the command line
+// What stages 06-08 taught comes from common/: the SRQ (srq.hpp), the
+// events of rdma_cm (cm_events.hpp), the record (record.hpp).
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "grants.hpp"
+#include "pool.hpp"
+#include "protocol.hpp"
+#include "rdma_tutorial/options.hpp"
+
+namespace stage09 {
+
+// options.cpp
+enum class hostile_kind { none, slot_out_of_range, slot_not_granted, oversized, outside_grant };
+const char* hostile_name(hostile_kind kind);
+
+struct options {
+  rdma::peer_options peer;                  // -s, --bind, -p, --wait-ms, --accept-ms
+  std::uint32_t record_size = 64;           // both sides
+  // server
+  std::uint32_t clients = 4;                // connections to serve, then exit
+  std::uint32_t window = 16;                // slots per grant: each client's credits
+  std::optional<std::uint32_t> chunk_size;  // default: window x record size, in whole pages
+  std::optional<std::uint32_t> pool_chunks; // default: --clients
+  std::optional<std::uint32_t> credit_batch;  // default: window / 2
+  std::uint32_t spin_us = 0;                // > 0: spin this long on an empty CQ before sleeping
+  bool pool_cost = false;                   // print the cost table and exit
+  int cost_runs = 5;
+  // client
+  std::uint64_t records = 1000;
+  bool latency = false;                     // one record at a time, each timed to its credit
+  hostile_kind hostile = hostile_kind::none;
+  int resolve_ms = 2000;
+
+  std::uint32_t chunk_bytes() const;        // chunk_size or its default
+  std::uint32_t chunk_count() const { return pool_chunks.value_or(clients); }
+};
+bool parse_options(int argc, const char* const* argv, options& out);
+
+// server.cpp, client.cpp: each side's story; the exit code.
+int run_server(const options& opts, rdma_event_channel* channel);
+int run_client(const options& opts, rdma_event_channel* channel);
+
+// mempool.cpp
+std::string describe_id(rdma_cm_id* id);
+
+}  // namespace stage09

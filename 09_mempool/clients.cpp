@@ -38,7 +38,7 @@ void server::on_cm_event(const rdma::cm::cm_event& ev) {
   if (c == nullptr) return;  // about an id already gone
   switch (ev.type) {
     case RDMA_CM_EVENT_ESTABLISHED:
-      bind_window(*c);
+      if (!c->leaving) bind_window(*c);
       return;
     case RDMA_CM_EVENT_DISCONNECTED:
       c->disconnected = true;
@@ -201,6 +201,14 @@ void server::on_async_event(const ibv_async_event& e) {
         let_go(*c, parting::dropped, rdma::async_event_name(e.event_type) + " on its QP (a write outside its window?)");
       }
       return;
+    case IBV_EVENT_CQ_ERR:
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_DEVICE_FATAL:
+      // Every client's completions or Recvs are gone with it: nothing to serve.
+      throw rdma::tutorial_error(rdma::async_event_name(e.event_type) + ": the server's shared " +
+                                     (e.event_type == IBV_EVENT_CQ_ERR ? "CQ" : e.event_type == IBV_EVENT_SRQ_ERR ? "SRQ" : "device") +
+                                     " failed",
+                                 "a CQ overrun means more completions than its entries: see the sizes printed at start-up");
     case IBV_EVENT_COMM_EST:
     case IBV_EVENT_QP_LAST_WQE_REACHED:
       return;  // the marker (let_go) says when a QP is done with the SRQ

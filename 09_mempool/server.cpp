@@ -168,6 +168,13 @@ void server::take_record(client& c, const ibv_wc& wc) {
     let_go(c, parting::dropped, a.why);
     return;
   }
+  // Credits: write n (a record or END) may come once the edge passed n.
+  // One beyond the edge we told was written without a credit.
+  if (c.consumed >= c.edge_told) {
+    let_go(c, parting::dropped, "wrote write " + std::to_string(c.consumed) + " beyond its credit edge " +
+                                    std::to_string(c.edge_told));
+    return;
+  }
   if (a.what == arrival::kind::end) {
     if (a.count != c.records % rdma::imm::index_limit) {
       let_go(c, parting::dropped, "END says " + std::to_string(a.count) + " records; " + std::to_string(c.records) + " arrived");
@@ -179,13 +186,6 @@ void server::take_record(client& c, const ibv_wc& wc) {
     last_end_ = steady::now();
     std::printf("client %u: END after %llu records\n", c.number, static_cast<unsigned long long>(c.records));
     std::fflush(stdout);
-    return;
-  }
-  // Credits: record n may be written once the edge passed n. One beyond
-  // the edge we told was written without a credit.
-  if (c.consumed >= c.edge_told) {
-    let_go(c, parting::dropped, "wrote record " + std::to_string(c.records) + " beyond its credit edge " +
-                                    std::to_string(c.edge_told));
     return;
   }
   const std::span<const char> record(pool_.base() + layout_.offset(a.slot), layout_.record_size);
@@ -277,6 +277,8 @@ void server::look_around(int wait_ms) {
   for (auto& c : clients_) {
     if (c->open && !c->leaving && !c->finished && now - c->last_heard > std::chrono::milliseconds(opts_.peer.accept_ms)) {
       let_go(*c, parting::dropped, "silent for --accept-ms " + std::to_string(opts_.peer.accept_ms));
+    } else if (c->finished && !c->leaving && now - c->last_heard > std::chrono::milliseconds(opts_.peer.wait_ms)) {
+      let_go(*c, parting::done, "no disconnect within --wait-ms after its END");
     }
   }
   forget_drained();

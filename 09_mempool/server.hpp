@@ -20,9 +20,10 @@ namespace stage09 {
 
 using steady = std::chrono::steady_clock;
 
-// wr_id of the server's own work requests; the SRQ's Recvs use 0. The top
-// bits tell a completion's kind even when its status is an error (and its
-// opcode garbage); the low bits the client's number.
+// wr_id of the server's own work requests; the SRQ's Recvs use small
+// numbers. The top bits tell a completion's kind even when its status is an
+// error (and its opcode garbage); the low bits the client's number (a
+// credit write's: how many that client has had).
 constexpr std::uint64_t credit_tag = 1ull << 63;  // a credit write
 constexpr std::uint64_t bind_tag = 1ull << 62;    // the memory window's bind
 constexpr std::uint64_t drain_tag = 1ull << 61;   // the marker after the QP went to ERR

@@ -65,7 +65,4 @@ bool parse_options(int argc, const char* const* argv, options& out);
 int run_server(const options& opts, rdma_event_channel* channel);
 int run_client(const options& opts, rdma_event_channel* channel);
 
-// mempool.cpp
-std::string describe_id(rdma_cm_id* id);
-
 }  // namespace stage09

@@ -59,7 +59,6 @@ struct client {
   std::uint32_t credit_batch = 1;  // records consumed per credit return (1 in latency mode)
   bool open = false;         // the window is bound and the first edge went out
   bool finished = false;     // END checked
-  bool disconnected = false; // its DISCONNECTED came
   bool leaving = false;      // QP in ERR, waiting for the marker
   bool drained = false;      // the marker came back: the QP is done with the SRQ
   parting how = parting::done;

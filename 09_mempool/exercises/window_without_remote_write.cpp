@@ -58,7 +58,6 @@ void server::on_cm_event(const rdma::cm::cm_event& ev) {
       if (!c->leaving) bind_window(*c);
       return;
     case RDMA_CM_EVENT_DISCONNECTED:
-      c->disconnected = true;
       let_go(*c, c->finished ? parting::done : parting::lost,
              c->finished ? "done" : "disconnected before its END (killed?)");
       return;

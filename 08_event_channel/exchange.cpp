@@ -39,7 +39,9 @@ class ping_pong {
     samples.reserve(run.rounds);
     if (s_.opts.mode != wait_mode::poll) {
       // Armed before the first wait; then one look, since whatever arrived
-      // before the arm raised no event.
+      // before the arm raised no event. That look may already take part of
+      // round 0 (the server: the client sends as soon as it has our
+      // endpoint), so it counts toward round 0 like any other.
       s_.events.arm(solicited_only_);
       s_.events.drain([this](const ibv_wc& wc) { take(wc); });
     }
@@ -48,6 +50,7 @@ class ping_pong {
     for (round_ = 0; round_ <= run.rounds; ++round_) {
       if (s_.client) post_burst();
       wait_for_burst();
+      received_ = 0;  // the next round's burst comes only after our answer
       if (!s_.client) post_burst();
       // One clock read per round: each sample is half the time from one
       // round's end to the next's.
@@ -127,7 +130,6 @@ class ping_pong {
   }
 
   void wait_for_burst() {
-    received_ = 0;
     const std::string what = "round " + std::to_string(round_) + "'s messages";
     auto take_one = [this](const ibv_wc& wc) { take(wc); };
     notified_cq& events = s_.events;
@@ -177,7 +179,7 @@ class ping_pong {
   const side& s_;
   const bool solicited_only_;
   std::uint32_t round_ = 0;
-  std::uint32_t received_ = 0;  // of this round's burst
+  std::uint32_t received_ = 0;  // of this round's burst (zeroed only once the burst is complete)
   std::uint64_t sent_ = 0;
   wait_counts counts_;
 };

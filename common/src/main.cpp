@@ -5,6 +5,7 @@
 #include <string>
 
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/options.hpp"
 
 namespace rdma {
@@ -24,7 +25,14 @@ void print_failure(const char* program, const std::string& what, const std::stri
 
 int run_main(const char* program, const std::function<int()>& body) {
   try {
-    return body();
+    const int rc = body();
+    // The body's handles are gone by now; a failed destroy only warned.
+    if (const int failed = release_failures(); rc == 0 && failed > 0) {
+      print_failure(program, std::to_string(failed) + " release call(s) failed (the warnings above name them)",
+                    "a failed destroy usually means something still uses the object: destroy in reverse order of creation");
+      return 1;
+    }
+    return rc;
   } catch (const usage_error& e) {
     print_failure(program, e.what(), std::string("see ") + program + " --help");
     return 2;

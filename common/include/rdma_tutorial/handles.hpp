@@ -14,6 +14,8 @@
 // warning line naming the call, because a failed destroy usually means
 // something still uses the object, which is a bug worth seeing. (The one place
 // common/ prints on its own: a destructor has no caller to hand the news to.)
+// It is also counted: run_main (main.hpp) then ends the program with exit 1,
+// so a script sees it too.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -53,6 +55,9 @@ struct deleter {
 };
 
 }  // namespace detail
+
+// How many destroy calls of these handles failed so far (each warned).
+int release_failures() noexcept;
 
 using device_list_ptr =
     std::unique_ptr<ibv_device*, detail::deleter<ibv_device*, ibv_free_device_list, "ibv_free_device_list">>;

@@ -5,7 +5,9 @@
 //   devices: ibv_query_port(port 0) failed (EINVAL): Invalid argument
 //     likely fix: port numbers start at 1; ...
 //
-// Exit codes: 0 success, 1 a failure at run time, 2 a bad command line.
+// Exit codes: 0 success, 1 a failure at run time (a destroy call that failed
+// in a handle's destructor included: it warned, and counts), 2 a bad command
+// line.
 #pragma once
 
 #include <functional>

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       stage01::print_ports(ctx.get(), attr, only_port, opts.gid_index);
     }
     if (!found) {
-      throw rdma::tutorial_error("no RDMA device named '" + opts.device + "'", "run devices without -d to list them");
+      throw rdma::usage_error("no RDMA device named '" + opts.device + "' (run devices without -d to list them)");
     }
     return 0;
   });

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/options.hpp"
 
 namespace rdma {
 
@@ -81,7 +82,8 @@ context_ptr open_device(std::string_view name) {
     }
     known += (known.empty() ? "" : ", ") + std::string(dev_name);
   }
-  throw tutorial_error("no RDMA device named '" + std::string(name) + "'", "devices present: " + known);
+  // A name on the command line that matches nothing is a usage error (exit 2).
+  throw usage_error("no RDMA device named '" + std::string(name) + "' (devices present: " + known + ")");
 }
 
 }  // namespace rdma

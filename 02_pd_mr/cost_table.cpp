@@ -43,9 +43,10 @@ void print_cost_table(ibv_pd* pd, const rlimit& memlock, int iters) {
     std::vector<double> samples;
     for (int i = 0; i < iters; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      ibv_mr* mr = rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE),
-                                   "ibv_reg_mr(" + size_text(size) + ")");
-      rdma::check_rc(ibv_dereg_mr(mr), "ibv_dereg_mr(" + size_text(size) + ")");
+      rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE),
+                                     "ibv_reg_mr(" + size_text(size) + ")"));
+      rdma::check_rc(ibv_dereg_mr(mr.get()), "ibv_dereg_mr(" + size_text(size) + ")");
+      mr.release();  // deregistered; had it failed, the handle would still own the MR
       samples.push_back(microseconds_since(start));
     }
     const double total = median(samples);

@@ -13,6 +13,7 @@
 // Read it beside docs/02-pd-mr.md; stage.hpp lists the files in reading order.
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@ void show_pd_is_busy(rdma::pd_ptr& pd) {
     pd.release();  // it is gone: the handle must not free it a second time
     throw rdma::tutorial_error("ibv_dealloc_pd succeeded with an MR still registered on the PD");
   }
+  if (rc != EBUSY) throw rdma::verbs_error(rc, "ibv_dealloc_pd (with an MR still on the PD, EBUSY was due)");
   std::printf("ibv_dealloc_pd with an MR still on the PD: %s   <- expected\n",
               rdma::verbs_error(rc, "ibv_dealloc_pd").what());
 }

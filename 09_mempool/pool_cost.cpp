@@ -47,9 +47,10 @@ double reg_dereg_us(ibv_pd* pd, std::size_t size, int runs) {
   std::vector<double> samples;
   for (int run = 0; run < runs; ++run) {
     const auto start = clock_type::now();
-    ibv_mr* mr = rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE),
-                                 "ibv_reg_mr(" + size_text(size) + ")");
-    rdma::check_rc(ibv_dereg_mr(mr), "ibv_dereg_mr(" + size_text(size) + ")");
+    rdma::mr_ptr mr(rdma::check_ptr(ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE),
+                                   "ibv_reg_mr(" + size_text(size) + ")"));
+    rdma::check_rc(ibv_dereg_mr(mr.get()), "ibv_dereg_mr(" + size_text(size) + ")");
+    mr.release();  // deregistered; had it failed, the handle would still own the MR
     samples.push_back(microseconds_since(start));
   }
   return median(samples);

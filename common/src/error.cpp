@@ -10,6 +10,12 @@ std::string errno_name(int err) {
   return name != nullptr ? name : "errno " + std::to_string(err);
 }
 
+std::string hint_of(const std::exception& e) {
+  if (const auto* v = dynamic_cast<const verbs_error*>(&e)) return v->hint();
+  if (const auto* t = dynamic_cast<const tutorial_error*>(&e)) return t->hint();
+  return {};
+}
+
 namespace {
 
 struct known_cause {
@@ -35,6 +41,12 @@ constexpr std::array known_causes{
     known_cause{"ibv_reg_mr", ENOMEM,
                 "pinned memory is capped by RLIMIT_MEMLOCK (ulimit -l); raise it with "
                 "'ulimit -l unlimited', '* - memlock unlimited' in "
+                "/etc/security/limits.conf, or a container's --ulimit memlock=-1"},
+    // RLIMIT_MEMLOCK of 0 without CAP_IPC_LOCK: the kernel refuses to pin at
+    // all (EPERM) instead of counting pages (measured on Soft-RoCE, 6.1).
+    known_cause{"ibv_reg_mr", EPERM,
+                "the locked-memory limit is 0 (ulimit -l) and the process lacks CAP_IPC_LOCK, so the kernel pins "
+                "nothing; raise RLIMIT_MEMLOCK with 'ulimit -l unlimited', '* - memlock unlimited' in "
                 "/etc/security/limits.conf, or a container's --ulimit memlock=-1"},
     known_cause{"ibv_reg_mr", EINVAL,
                 "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too; check the access "

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cerrno>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -61,6 +62,10 @@ class tutorial_error : public std::runtime_error {
  private:
   std::string hint_;
 };
+
+// The likely fix an error carries (verbs_error, tutorial_error), else "": for
+// a failure reported on the way instead of ending the program.
+std::string hint_of(const std::exception& e);
 
 // "EINVAL", "ENOMEM", ... for a message a reader can search for.
 std::string errno_name(int err);

@@ -117,7 +117,10 @@ void server::let_go(client& c, parting how, const std::string& why) {
   marker.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
   // A full send queue refuses it (ENOMEM): then the event or --wait-ms decides.
-  (void)ibv_post_send(c.qp.get(), &marker, &bad);
+  if (const int rc = ibv_post_send(c.qp.get(), &marker, &bad); rc != 0) {
+    std::printf("client %u: %s; its QP's last event or --wait-ms decides when it is drained\n", c.number,
+                rdma::verbs_error(rc, "ibv_post_send(drain marker)").what());
+  }
 }
 
 void server::forget(client& c, const char* how) {
@@ -168,6 +171,7 @@ void server::look_around(int wait_ms) {
       join();
     } catch (const std::exception& e) {
       std::printf("a client could not join: %s\n", e.what());
+      if (const std::string hint = rdma::hint_of(e); !hint.empty()) std::printf("  likely fix: %s\n", hint.c_str());
       std::fflush(stdout);
     }
   }

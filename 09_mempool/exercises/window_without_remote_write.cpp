@@ -166,6 +166,7 @@ void server::join(const rdma::cm::cm_event& request) {
     c->qp.reset();
     pool_.release(taken->addr);
     turn_away(c->id.release(), std::string("the server could not set up the connection: ") + e.what());
+    if (const std::string hint = rdma::hint_of(e); !hint.empty()) std::printf("  likely fix: %s\n", hint.c_str());
     return;
   }
   ++joined_;
@@ -259,7 +260,11 @@ void server::let_go(client& c, parting how, const std::string& why) {
   marker.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
   // A full send queue refuses it (ENOMEM): then --wait-ms decides.
-  (void)ibv_post_send(c.qp->qp, &marker, &bad);
+  if (const int rc = ibv_post_send(c.qp->qp, &marker, &bad); rc != 0) {
+    std::printf("client %u: %s; --wait-ms decides when its QP is drained\n", c.number,
+                rdma::verbs_error(rc, "ibv_post_send(drain marker)").what());
+    std::fflush(stdout);
+  }
 }
 
 // Clients are forgotten here only, between completions: the window, the

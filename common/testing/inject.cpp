@@ -1,0 +1,467 @@
+// The injection shim (test-only): LD_PRELOADed in front of a stage program,
+// it stands between the program and libibverbs/librdmacm and can make one
+// chosen call fail, so that every error path of every program runs for real
+// (the inject suite, common/testing/inject_walk.py).
+//
+// Only calls made from the program itself count: a call's return address
+// must lie in the main executable (common/ is linked in statically, so its
+// calls count too). What librdmacm calls in libibverbs on its own behalf
+// passes through untouched.
+//
+// The verbs a program reaches through static inline functions of verbs.h
+// (ibv_post_send, ibv_post_recv, ibv_post_srq_recv, ibv_poll_cq,
+// ibv_req_notify_cq, ibv_alloc_mw, ibv_bind_mw, ibv_dealloc_mw) never cross
+// a symbol boundary: they call through the context's ops table. The shim
+// swaps those table entries for its own in every context ibv_open_device
+// returns (librdmacm's included), keeping the provider's functions to call.
+//
+// Environment:
+//   RDMA_INJECT_LOG=FILE      append one line per call site reached, in the
+//                             order first reached: "call NAME SITE" (SITE: the
+//                             return address's offset in the executable, hex);
+//                             "inject NAME SITE ERRNO" when it failed one;
+//                             at exit "leak NAME SITE" per object still alive
+//                             that the program created; "end" last
+//   RDMA_INJECT_FAIL=NAME@SITE  fail the first call of NAME from SITE
+//   RDMA_INJECT_ERRNO=N       the errno it fails with (default EIO)
+//
+// How a call fails is how that call reports failure: NULL and errno, an
+// errno as the return value, or -1 and errno; the real call is not made. So
+// a failed release (destroy, dealloc, dereg, close, ack) leaves its object
+// alive, as a real one would: the program can only report it, and the exit
+// report lists the object (and whatever it kept busy) as left behind.
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+#include <link.h>
+#include <rdma/rdma_cma.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#undef ibv_reg_mr
+#undef ibv_query_port
+
+namespace {
+
+struct exe_range {
+  std::uintptr_t bias = 0;
+  std::uintptr_t low = UINTPTR_MAX;
+  std::uintptr_t high = 0;
+};
+
+exe_range find_exe() {
+  exe_range r;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* out = static_cast<exe_range*>(data);
+        // The first object listed is the main program.
+        out->bias = info->dlpi_addr;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+          const std::uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (start < out->low) out->low = start;
+          if (start + ph.p_memsz > out->high) out->high = start + ph.p_memsz;
+        }
+        return 1;  // only the first
+      },
+      &r);
+  return r;
+}
+
+struct shim_state {
+  std::mutex lock;
+  exe_range exe = find_exe();
+  FILE* log = nullptr;
+  std::string fail_name;
+  std::uintptr_t fail_site = 0;
+  bool fail_done = false;
+  int fail_errno = EIO;
+  std::set<std::pair<std::string, std::uintptr_t>> seen;
+  std::map<const void*, std::pair<const char*, std::uintptr_t>> alive;  // object -> (creating call, site)
+  ibv_context_ops real_ops{};  // the provider's, saved from the first context
+  bool have_ops = false;
+
+  shim_state() {
+    if (const char* path = std::getenv("RDMA_INJECT_LOG"); path != nullptr && *path != '\0') {
+      log = std::fopen(path, "a");
+      if (log != nullptr) std::setvbuf(log, nullptr, _IOLBF, 0);
+    }
+    if (const char* fail = std::getenv("RDMA_INJECT_FAIL"); fail != nullptr) {
+      const std::string spec(fail);
+      const auto at = spec.find('@');
+      if (at != std::string::npos) {
+        fail_name = spec.substr(0, at);
+        fail_site = std::strtoull(spec.c_str() + at + 1, nullptr, 16);
+      }
+    }
+    if (const char* e = std::getenv("RDMA_INJECT_ERRNO"); e != nullptr) fail_errno = std::atoi(e);
+  }
+};
+
+shim_state& state() {
+  static shim_state* s = new shim_state;  // never destroyed: reached from exit-time code
+  return *s;
+}
+
+// Where the program called from, or 0 when the caller is not the program.
+std::uintptr_t site_of(void* return_address) {
+  const auto a = reinterpret_cast<std::uintptr_t>(return_address);
+  const exe_range& exe = state().exe;
+  if (a < exe.low || a >= exe.high) return 0;
+  return a - exe.bias;
+}
+
+// Records the call; true when this is the call to fail.
+bool reached(const char* name, std::uintptr_t site) {
+  if (site == 0) return false;
+  shim_state& s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  if (s.seen.emplace(name, site).second && s.log != nullptr) std::fprintf(s.log, "call %s %zx\n", name, site);
+  if (s.fail_done || site != s.fail_site || s.fail_name != name) return false;
+  s.fail_done = true;
+  if (s.log != nullptr) std::fprintf(s.log, "inject %s %zx %d\n", name, site, s.fail_errno);
+  return true;
+}
+
+int fail_errno() { return state().fail_errno; }
+
+void created(const void* object, const char* name, std::uintptr_t site) {
+  if (object == nullptr || site == 0) return;
+  shim_state& s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  s.alive[object] = {name, site};
+}
+
+void released(const void* object) {
+  if (object == nullptr) return;
+  shim_state& s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  s.alive.erase(object);
+}
+
+// The release of an object the shim may not know (made by librdmacm for us).
+void released_cm_qp(const rdma_cm_id* id) {
+  if (id == nullptr) return;
+  shim_state& s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  // rdma_create_qp is recorded under the id's address plus one.
+  s.alive.erase(reinterpret_cast<const char*>(id) + 1);
+}
+
+template <typename F>
+F real(const char* name) {
+  void* f = dlsym(RTLD_NEXT, name);
+  if (f == nullptr) {
+    std::fprintf(stderr, "rdma_inject: no %s behind the shim (%s)\n", name, dlerror());
+    std::abort();
+  }
+  return reinterpret_cast<F>(f);
+}
+
+#define REAL(name) static const auto real_##name = real<decltype(&name)>(#name)
+#define SITE() site_of(__builtin_return_address(0))
+
+// --- the ops table -----------------------------------------------------------
+
+int shim_poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
+  if (reached("ibv_poll_cq", SITE())) return -fail_errno();
+  return state().real_ops.poll_cq(cq, n, wc);
+}
+
+int shim_req_notify_cq(ibv_cq* cq, int solicited_only) {
+  if (reached("ibv_req_notify_cq", SITE())) return fail_errno();
+  return state().real_ops.req_notify_cq(cq, solicited_only);
+}
+
+int shim_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  if (reached("ibv_post_send", SITE())) {
+    *bad = wr;
+    return fail_errno();
+  }
+  return state().real_ops.post_send(qp, wr, bad);
+}
+
+int shim_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  if (reached("ibv_post_recv", SITE())) {
+    *bad = wr;
+    return fail_errno();
+  }
+  return state().real_ops.post_recv(qp, wr, bad);
+}
+
+int shim_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  if (reached("ibv_post_srq_recv", SITE())) {
+    *bad = wr;
+    return fail_errno();
+  }
+  return state().real_ops.post_srq_recv(srq, wr, bad);
+}
+
+ibv_mw* shim_alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_alloc_mw", site)) {
+    errno = fail_errno();
+    return nullptr;
+  }
+  ibv_mw* mw = state().real_ops.alloc_mw(pd, type);
+  created(mw, "ibv_alloc_mw", site);
+  return mw;
+}
+
+int shim_bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) {
+  if (reached("ibv_bind_mw", SITE())) return fail_errno();
+  return state().real_ops.bind_mw(qp, mw, bind);
+}
+
+int shim_dealloc_mw(ibv_mw* mw) {
+  if (reached("ibv_dealloc_mw", SITE())) return fail_errno();
+  const int rc = state().real_ops.dealloc_mw(mw);
+  if (rc == 0) released(mw);
+  return rc;
+}
+
+void wrap_ops(ibv_context* ctx) {
+  shim_state& s = state();
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    if (!s.have_ops) {
+      s.real_ops = ctx->ops;
+      s.have_ops = true;
+    }
+  }
+  ctx->ops.poll_cq = shim_poll_cq;
+  ctx->ops.req_notify_cq = shim_req_notify_cq;
+  ctx->ops.post_send = shim_post_send;
+  ctx->ops.post_recv = shim_post_recv;
+  if (ctx->ops.post_srq_recv != nullptr) ctx->ops.post_srq_recv = shim_post_srq_recv;
+  if (ctx->ops.alloc_mw != nullptr) ctx->ops.alloc_mw = shim_alloc_mw;
+  if (ctx->ops.bind_mw != nullptr) ctx->ops.bind_mw = shim_bind_mw;
+  if (ctx->ops.dealloc_mw != nullptr) ctx->ops.dealloc_mw = shim_dealloc_mw;
+}
+
+// At exit: what the program created and never released.
+__attribute__((destructor)) void report_at_exit() {
+  shim_state& s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  if (s.log == nullptr) return;
+  for (const auto& [object, origin] : s.alive) std::fprintf(s.log, "leak %s %zx\n", origin.first, origin.second);
+  std::fprintf(s.log, "end\n");
+  std::fflush(s.log);
+}
+
+}  // namespace
+
+// --- the exported calls --------------------------------------------------------
+//
+// Three shapes, by how the real call reports failure.
+
+// Creation: NULL (errno set) on failure; the object is remembered until released.
+#define CREATE(ret, name, params, args, object_of)   \
+  ret name params {                                  \
+    REAL(name);                                      \
+    const std::uintptr_t site = SITE();              \
+    if (reached(#name, site)) {                      \
+      errno = fail_errno();                          \
+      return nullptr;                                \
+    }                                                \
+    ret result = real_##name args;                   \
+    created(object_of, #name, site);                 \
+    return result;                                   \
+  }
+
+// An errno as the return value (most of libibverbs).
+#define RETURNS_ERRNO(name, params, args)  \
+  int name params {                        \
+    REAL(name);                            \
+    if (reached(#name, SITE())) {          \
+      errno = fail_errno();                \
+      return fail_errno();                 \
+    }                                      \
+    return real_##name args;               \
+  }
+
+// -1 with errno (librdmacm, and libibverbs' event calls).
+#define MINUS_ONE(name, params, args)  \
+  int name params {                    \
+    REAL(name);                        \
+    if (reached(#name, SITE())) {      \
+      errno = fail_errno();            \
+      return -1;                       \
+    }                                  \
+    return real_##name args;           \
+  }
+
+// A release: the object is forgotten once the real call succeeded.
+#define RELEASE(name, type, fail_rc)        \
+  int name(type object) {                   \
+    REAL(name);                             \
+    if (reached(#name, SITE())) {           \
+      errno = fail_errno();                 \
+      return fail_rc;                       \
+    }                                       \
+    const int rc = real_##name(object);     \
+    if (rc == 0) released(object);          \
+    return rc;                              \
+  }
+
+extern "C" {
+
+ibv_device** ibv_get_device_list(int* num) {
+  REAL(ibv_get_device_list);
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_get_device_list", site)) {
+    errno = fail_errno();
+    return nullptr;
+  }
+  ibv_device** list = real_ibv_get_device_list(num);
+  created(list, "ibv_get_device_list", site);
+  return list;
+}
+
+void ibv_free_device_list(ibv_device** list) {
+  REAL(ibv_free_device_list);
+  released(list);
+  real_ibv_free_device_list(list);
+}
+
+ibv_context* ibv_open_device(ibv_device* device) {
+  REAL(ibv_open_device);
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_open_device", site)) {
+    errno = fail_errno();
+    return nullptr;
+  }
+  ibv_context* ctx = real_ibv_open_device(device);
+  if (ctx != nullptr) wrap_ops(ctx);
+  created(ctx, "ibv_open_device", site);
+  return ctx;
+}
+
+RELEASE(ibv_close_device, ibv_context*, fail_errno())
+RETURNS_ERRNO(ibv_query_device, (ibv_context * ctx, ibv_device_attr* attr), (ctx, attr))
+RETURNS_ERRNO(ibv_query_port, (ibv_context * ctx, std::uint8_t port, _compat_ibv_port_attr* attr), (ctx, port, attr))
+RETURNS_ERRNO(_ibv_query_gid_ex,
+              (ibv_context * ctx, std::uint32_t port, std::uint32_t index, ibv_gid_entry* entry, std::uint32_t flags,
+               std::size_t size),
+              (ctx, port, index, entry, flags, size))
+
+CREATE(ibv_pd*, ibv_alloc_pd, (ibv_context * ctx), (ctx), result)
+RELEASE(ibv_dealloc_pd, ibv_pd*, fail_errno())
+CREATE(ibv_mr*, ibv_reg_mr, (ibv_pd * pd, void* addr, std::size_t length, int access), (pd, addr, length, access),
+       result)
+CREATE(ibv_mr*, ibv_reg_mr_iova2,
+       (ibv_pd * pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access),
+       (pd, addr, length, iova, access), result)
+RELEASE(ibv_dereg_mr, ibv_mr*, fail_errno())
+CREATE(ibv_comp_channel*, ibv_create_comp_channel, (ibv_context * ctx), (ctx), result)
+RELEASE(ibv_destroy_comp_channel, ibv_comp_channel*, fail_errno())
+CREATE(ibv_cq*, ibv_create_cq, (ibv_context * ctx, int cqe, void* cq_context, ibv_comp_channel* channel, int vector),
+       (ctx, cqe, cq_context, channel, vector), result)
+RELEASE(ibv_destroy_cq, ibv_cq*, fail_errno())
+MINUS_ONE(ibv_get_cq_event, (ibv_comp_channel * channel, ibv_cq** cq, void** cq_context), (channel, cq, cq_context))
+CREATE(ibv_srq*, ibv_create_srq, (ibv_pd * pd, ibv_srq_init_attr* attr), (pd, attr), result)
+RETURNS_ERRNO(ibv_modify_srq, (ibv_srq * srq, ibv_srq_attr* attr, int mask), (srq, attr, mask))
+RETURNS_ERRNO(ibv_query_srq, (ibv_srq * srq, ibv_srq_attr* attr), (srq, attr))
+RELEASE(ibv_destroy_srq, ibv_srq*, fail_errno())
+CREATE(ibv_qp*, ibv_create_qp, (ibv_pd * pd, ibv_qp_init_attr* attr), (pd, attr), result)
+RETURNS_ERRNO(ibv_modify_qp, (ibv_qp * qp, ibv_qp_attr* attr, int mask), (qp, attr, mask))
+RETURNS_ERRNO(ibv_query_qp, (ibv_qp * qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init), (qp, attr, mask, init))
+RELEASE(ibv_destroy_qp, ibv_qp*, fail_errno())
+MINUS_ONE(ibv_get_async_event, (ibv_context * ctx, ibv_async_event* event), (ctx, event))
+
+CREATE(rdma_event_channel*, rdma_create_event_channel, (void), (), result)
+
+void rdma_destroy_event_channel(rdma_event_channel* channel) {
+  REAL(rdma_destroy_event_channel);
+  released(channel);
+  real_rdma_destroy_event_channel(channel);
+}
+
+int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
+  REAL(rdma_create_id);
+  const std::uintptr_t site = SITE();
+  if (reached("rdma_create_id", site)) {
+    errno = fail_errno();
+    return -1;
+  }
+  const int rc = real_rdma_create_id(channel, id, context, ps);
+  if (rc == 0) created(*id, "rdma_create_id", site);
+  return rc;
+}
+
+RELEASE(rdma_destroy_id, rdma_cm_id*, -1)
+MINUS_ONE(rdma_bind_addr, (rdma_cm_id * id, sockaddr* addr), (id, addr))
+MINUS_ONE(rdma_resolve_addr, (rdma_cm_id * id, sockaddr* src, sockaddr* dst, int ms), (id, src, dst, ms))
+MINUS_ONE(rdma_resolve_route, (rdma_cm_id * id, int ms), (id, ms))
+MINUS_ONE(rdma_listen, (rdma_cm_id * id, int backlog), (id, backlog))
+MINUS_ONE(rdma_connect, (rdma_cm_id * id, rdma_conn_param* param), (id, param))
+MINUS_ONE(rdma_accept, (rdma_cm_id * id, rdma_conn_param* param), (id, param))
+MINUS_ONE(rdma_reject, (rdma_cm_id * id, const void* data, std::uint8_t length), (id, data, length))
+MINUS_ONE(rdma_disconnect, (rdma_cm_id * id), (id))
+MINUS_ONE(rdma_set_option, (rdma_cm_id * id, int level, int name, void* value, std::size_t length),
+          (id, level, name, value, length))
+
+int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
+  REAL(rdma_create_qp);
+  const std::uintptr_t site = SITE();
+  if (reached("rdma_create_qp", site)) {
+    errno = fail_errno();
+    return -1;
+  }
+  const int rc = real_rdma_create_qp(id, pd, attr);
+  if (rc == 0) created(reinterpret_cast<const char*>(id) + 1, "rdma_create_qp", site);
+  return rc;
+}
+
+void rdma_destroy_qp(rdma_cm_id* id) {
+  REAL(rdma_destroy_qp);
+  released_cm_qp(id);
+  real_rdma_destroy_qp(id);
+}
+
+int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
+  REAL(rdma_get_cm_event);
+  const std::uintptr_t site = SITE();
+  if (reached("rdma_get_cm_event", site)) {
+    errno = fail_errno();
+    return -1;
+  }
+  const int rc = real_rdma_get_cm_event(channel, event);
+  if (rc == 0) {
+    created(*event, "rdma_get_cm_event", site);
+    // A connection request brings a new id, the program's to destroy.
+    if ((*event)->event == RDMA_CM_EVENT_CONNECT_REQUEST) created((*event)->id, "rdma_get_cm_event (CONNECT_REQUEST's id)", site);
+  }
+  return rc;
+}
+
+RELEASE(rdma_ack_cm_event, rdma_cm_event*, -1)
+
+ibv_context** rdma_get_devices(int* num) {
+  REAL(rdma_get_devices);
+  const std::uintptr_t site = SITE();
+  if (reached("rdma_get_devices", site)) {
+    errno = fail_errno();
+    return nullptr;
+  }
+  ibv_context** list = real_rdma_get_devices(num);
+  created(list, "rdma_get_devices", site);
+  return list;
+}
+
+void rdma_free_devices(ibv_context** list) {
+  REAL(rdma_free_devices);
+  released(list);
+  real_rdma_free_devices(list);
+}
+
+}  // extern "C"

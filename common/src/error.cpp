@@ -85,8 +85,12 @@ constexpr std::array known_causes{
     known_cause{"rdma_bind_addr", EADDRINUSE,
                 "another rdma_cm program listens on this port (an earlier server still running?); pick another "
                 "with -p on both sides"},
+    // rdma_cm reports a port another listener holds as EADDRNOTAVAIL, not
+    // EADDRINUSE (measured: a second server on the same port, Soft-RoCE 6.1).
     known_cause{"rdma_bind_addr", EADDRNOTAVAIL,
-                "--bind names an address this machine does not have (ip -br addr lists them)"},
+                "another rdma_cm program already listens on this port (an earlier server still running?): pick "
+                "another with -p on both sides; or --bind names an address this machine does not have "
+                "(ip -br addr lists them)"},
     known_cause{"rdma_bind_addr", ENODEV,
                 "--bind names an address of an interface without an RDMA device ('rdma link show')"},
     known_cause{"", EPERM,

@@ -35,6 +35,8 @@ Options:
   --timeout SECONDS   kill the guest after this long (default 600, env RXE_VM_TIMEOUT)
   --share DIR         also make DIR writable inside the guest (repeatable)
   --memory MIB        guest memory (default 2048)
+  --cpus N            guest CPUs (default: this machine's, at most 4; 1 for
+                      a guest that runs beside another)
   --kernel VERSION    kernel to boot (default: newest installed one with rdma_rxe.ko)
   --no-rxe            boot with dummy0 (192.0.2.1/24) but no rxe0 link: for testing
                       what programs and scripts do when there is no RDMA device
@@ -62,6 +64,7 @@ fi
 
 timeout_s="${RXE_VM_TIMEOUT:-600}"
 memory=2048
+cpus=""
 kver=""
 verbose=0
 with_rxe=1
@@ -72,6 +75,7 @@ while [[ $# -gt 0 ]]; do
     --timeout) timeout_s="$2"; shift 2 ;;
     --share) shares+=("$(cd "$2" && pwd -P)"); shift 2 ;;
     --memory) memory="$2"; shift 2 ;;
+    --cpus) cpus="$2"; shift 2 ;;
     --kernel) kver="$2"; shift 2 ;;
     --verbose) verbose=1; shift ;;
     --no-rxe) with_rxe=0; shift ;;
@@ -304,7 +308,7 @@ if [[ $pair == 1 ]]; then
   start_guest job.sh "$work/console.log" stdio 1 \
     -netdev "socket,id=wire,connect=127.0.0.1:$port" -device "virtio-net-pci,netdev=wire,mac=52:54:00:00:00:01"
 else
-  start_guest job.sh "$work/console.log" stdio "$(nproc | awk '{print ($1 > 4) ? 4 : $1}')" -nic none
+  start_guest job.sh "$work/console.log" stdio "${cpus:-$(nproc | awk '{print ($1 > 4) ? 4 : $1}')}" -nic none
 fi
 qemu_pid=$!
 

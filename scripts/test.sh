@@ -3,10 +3,13 @@
 # with -Werror, builds, builds the programs made on demand (every exercise
 # with its wrong fix, and each stage's program under ASan+UBSan), runs the
 # host suites (unit, nodevice, build, vm), then the device suites (rxe,
-# exercise, docs, sanitize, valgrind) on a native Soft-RoCE/RDMA port if
-# there is one, else inside the throwaway Soft-RoCE guest, and the pair
-# suite (two-peer stages across two hosts) in a pair of guests. Ends with
-# one line "N passed, N failed, N skipped"; exits non-zero on any failure.
+# exercise, docs, sanitize, valgrind, inject) on a native Soft-RoCE/RDMA port
+# if there is one, else inside throwaway Soft-RoCE guests (valgrind and inject
+# in a second, one-CPU guest that starts after the build and runs beside
+# everything else: a TCG guest keeps one core busy, and this machine has two),
+# and the pair suite (two-peer stages across two hosts) in a pair of guests.
+# Ends with one line "N passed, N failed, N skipped"; exits non-zero on any
+# failure.
 #
 #   scripts/test.sh            BUILD_DIR=other scripts/test.sh
 set -uo pipefail
@@ -39,14 +42,25 @@ warnings=$(grep -c 'warning:' "$on_demand_log")
 check "the shipped exercises should compile without a warning ($warnings seen)" "$warnings"
 
 logs="$build/meson-logs"
-rm -f "$logs"/host.json "$logs"/device.json "$logs"/docs.json "$logs"/pair.json
+rm -f "$logs"/host.json "$logs"/device.json "$logs"/docs.json "$logs"/pair.json "$logs"/beside.json
+
+runs=(host device)
+beside_pid=""
+if ! have_active_port && guest_available; then
+  echo "== valgrind and inject suites, in a one-CPU guest beside the rest (output at the end)"
+  scripts/rxe_vm.sh --cpus 1 --timeout 2400 -- \
+    meson test -C "$build" --no-rebuild --print-errorlogs --logbase beside --suite valgrind --suite inject \
+    >"$logs/beside.out" 2>&1 &
+  beside_pid=$!
+  runs+=(beside)
+fi
 
 echo "== host suites: unit, nodevice, build, vm"
 meson test -C "$build" --no-rebuild --print-errorlogs --logbase host \
   --suite unit --suite nodevice --suite build --suite vm
 
-device_suites=(--suite rxe --suite exercise --suite sanitize --suite valgrind)
-runs=(host device)
+device_suites=(--suite rxe --suite exercise --suite sanitize)
+[[ -n $beside_pid ]] || device_suites+=(--suite valgrind --suite inject)
 if have_active_port; then
   echo "== device suites on this machine's RDMA port"
   meson test -C "$build" --no-rebuild --print-errorlogs --logbase device "${device_suites[@]}"
@@ -72,6 +86,12 @@ if guest_available; then
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
 else
   meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
+fi
+
+if [[ -n $beside_pid ]]; then
+  wait "$beside_pid"
+  echo "== valgrind and inject suites (the guest beside)"
+  cat "$logs/beside.out"
 fi
 
 # Count what meson recorded, per test, in every run, plus this script's checks.

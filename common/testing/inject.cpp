@@ -315,17 +315,7 @@ __attribute__((destructor)) void report_at_exit() {
 
 extern "C" {
 
-ibv_device** ibv_get_device_list(int* num) {
-  REAL(ibv_get_device_list);
-  const std::uintptr_t site = SITE();
-  if (reached("ibv_get_device_list", site)) {
-    errno = fail_errno();
-    return nullptr;
-  }
-  ibv_device** list = real_ibv_get_device_list(num);
-  created(list, "ibv_get_device_list", site);
-  return list;
-}
+CREATE(ibv_device**, ibv_get_device_list, (int* num), (num), result)
 
 void ibv_free_device_list(ibv_device** list) {
   REAL(ibv_free_device_list);
@@ -446,17 +436,7 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
 
 RELEASE(rdma_ack_cm_event, rdma_cm_event*, -1)
 
-ibv_context** rdma_get_devices(int* num) {
-  REAL(rdma_get_devices);
-  const std::uintptr_t site = SITE();
-  if (reached("rdma_get_devices", site)) {
-    errno = fail_errno();
-    return nullptr;
-  }
-  ibv_context** list = real_rdma_get_devices(num);
-  created(list, "rdma_get_devices", site);
-  return list;
-}
+CREATE(ibv_context**, rdma_get_devices, (int* num), (num), result)
 
 void rdma_free_devices(ibv_context** list) {
   REAL(rdma_free_devices);

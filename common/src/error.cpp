@@ -71,6 +71,12 @@ constexpr std::array known_causes{
                 "with -p on both sides, or find it with 'ss -ltnp'"},
     known_cause{"bind", EADDRNOTAVAIL,
                 "--bind names an address this machine does not have (ip -br addr lists them)"},
+    known_cause{"connect", ENETUNREACH,
+                "no route from here to that address: check -s, and that an interface of this machine is on its "
+                "subnet ('ip route get ADDR')"},
+    known_cause{"connect", EHOSTUNREACH,
+                "nobody on that subnet answers for the address (no ARP reply): the host is down or -s is wrong "
+                "('ip neigh' shows it FAILED)"},
     // rdma_cm (stage 07): its calls fail as system calls do, -1 and errno.
     known_cause{"rdma_create_event_channel", ENODEV,
                 "the rdma_ucm module is not loaded (modprobe rdma_ucm), or there is no RDMA device"},

@@ -189,6 +189,12 @@ void recv_exact(const socket& s, std::span<std::byte> bytes, deadline until, std
     }
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
+      // A peer that closes with bytes of ours unread resets the connection.
+      if (errno == ECONNRESET) {
+        throw tutorial_error(s.peer() + " reset the connection after " + so_far,
+                             "the peer closed it without reading what we sent (it gave up, failed or was killed); "
+                             "its own output says why");
+      }
       throw verbs_error(errno, "recv(" + std::string(what) + " from " + s.peer() + ")",
                         "the peer went away (crashed or was killed)");
     }

@@ -94,3 +94,10 @@ TEST_CASE("an unreachable peer at INIT -> RTR should get the netdev hint") {
   const rdma::verbs_error e(ENETUNREACH, "ibv_modify_qp(QP A, INIT -> RTR)");
   CHECK(e.hint().find("netdev") != std::string::npos);
 }
+
+TEST_CASE("a TCP connect with no route, or nobody answering ARP, should each get their own hint") {
+  const rdma::verbs_error no_route(ENETUNREACH, "connect(198.51.100.7:18515)");
+  CHECK(no_route.hint().find("ip route get") != std::string::npos);
+  const rdma::verbs_error silent(EHOSTUNREACH, "connect(203.0.113.99:18515)");
+  CHECK(silent.hint().find("no ARP reply") != std::string::npos);
+}

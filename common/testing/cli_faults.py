@@ -27,6 +27,9 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # the source tree is read-only in the guest
+from inject_walk import has_device, rdma_ipv4  # noqa: E402
+
 NUMBER_VALUES = ["many", "-1", "99999999999999999999", "1.5", ""]
 OPTION_LINE = re.compile(r"^\s+(?:-\w, )?(--[a-z][\w-]*)\s+([A-Z]+)\s+(.*)$")
 
@@ -79,7 +82,7 @@ def usage(program):
 
 def device(program, server_args):
     name = os.path.basename(program).removesuffix("_sanitize")
-    if not (os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband")):
+    if not has_device():
         print("SKIP: no RDMA device (/sys/class/infiniband is empty); run inside scripts/rxe_vm.sh")
         return 77
     failed = 0
@@ -92,8 +95,7 @@ def device(program, server_args):
         failed += 0 if ok else 1
         print(f"{'ok' if ok else 'FAILED'}: {name} -d no_such_device: exit {code} | {err.strip()[:200]}")
     if server_args is not None:
-        ipv4 = os.environ.get("RDMA_TUTORIAL_IPV4") or os.environ.get("RXE_VM_IPV4") or "127.0.0.1"
-        args = shlex.split(server_args.format(ipv4=ipv4, port=18870))
+        args = shlex.split(server_args.format(ipv4=rdma_ipv4(), port=18870))
         first = subprocess.Popen([program] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  start_new_session=True)
         try:

@@ -71,6 +71,11 @@ def rdma_resources():
     return " | ".join(line.strip() for line in out.splitlines() if line.strip())
 
 
+def rdma_ipv4():
+    """The RDMA interface's address: what scripts/run.sh and the guest export."""
+    return os.environ.get("RDMA_TUTORIAL_IPV4") or os.environ.get("RXE_VM_IPV4") or "127.0.0.1"
+
+
 def has_device():
     return os.path.isdir("/sys/class/infiniband") and len(os.listdir("/sys/class/infiniband")) > 0
 
@@ -123,8 +128,7 @@ class Walk:
     def __init__(self, opts):
         self.opts = opts
         self.dir = tempfile.mkdtemp(prefix="inject_walk.")
-        ipv4 = os.environ.get("RDMA_TUTORIAL_IPV4") or os.environ.get("RXE_VM_IPV4") or "127.0.0.1"
-        fill = lambda s: shlex.split(s.format(ipv4=ipv4, port=opts.port))
+        fill = lambda s: shlex.split(s.format(ipv4=rdma_ipv4(), port=opts.port))
         if opts.alone is not None:
             self.roles = [Role("alone", fill(opts.alone))]
         else:

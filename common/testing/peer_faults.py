@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""What a two-peer stage does when its peer fails it, on a real device.
+
+  peer_faults.py --program TWIN --peer-program PLAIN --server 'ARGS'
+                 --client 'ARGS' --stream 'ARGS' [--tcp-handshake]
+
+TWIN is the stage's program under ASan+UBSan: it plays the role being
+judged, so a leak or a bad access on the way out fails the run. PLAIN plays
+the peer that misbehaves or dies. --server and --client are the two roles'
+arguments ({port} and {ipv4} as in inject_walk.py); --stream is what the
+client adds to stream until it is stopped.
+
+  killed       the client streaming, both QPs in RTS: SIGKILL the server,
+               then (another run) the client. The survivor must end within
+               BOUND seconds of the kill, exit 1 with a line naming what went
+               wrong (a server of several clients may instead say it let the
+               client go and exit 0), and leave `rdma resource show` as it
+               found it.
+  unreachable  the client sent to 198.51.100.7 (off every subnet) and to
+               203.0.113.99 (on the guest's dummy1 subnet, where nobody
+               answers ARP): exit 1 within BOUND, the failed step named, with
+               a likely fix.
+  handshake    (--tcp-handshake: common's TCP endpoint exchange) a hostile
+               peer on each side: silent, garbage, truncated, another
+               protocol version. Each must be refused, exit 1, within BOUND,
+               naming what was wrong, before any QP leaves INIT. A server of
+               several clients names the one that could not join in its log
+               and waits for the others until its --accept-ms.
+
+Exit 0 when every case passed, 1 otherwise, 77 with no RDMA device.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # the source tree is read-only in the guest
+from inject_walk import SANITIZER_EXITS, has_device, rdma_ipv4, rdma_resources  # noqa: E402
+
+BOUND = 30  # seconds from the fault to the judged role's exit
+TIME_SCALE = float(os.environ.get("RDMA_TUTORIAL_TIME_SCALE", "1"))
+OFF_SUBNET = "198.51.100.7"
+SILENT_ON_SUBNET = "203.0.113.99"  # scripts/rxe_vm.sh's dummy1 is 203.0.113.1/24, ARP on
+
+
+class Role:
+    """One program run, its output in files (a pipe nobody reads would stall it)."""
+
+    def __init__(self, argv, tag, workdir):
+        self.argv = argv
+        self.out_path = os.path.join(workdir, tag + ".out")
+        self.err_path = os.path.join(workdir, tag + ".err")
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True)
+
+    def output(self):
+        with open(self.out_path, errors="replace") as out, open(self.err_path, errors="replace") as err:
+            return out.read(), err.read()
+
+    def wait(self, seconds):
+        try:
+            return self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
+def wait_until(condition, seconds, step=0.05):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+def qps_in_rts(pids):
+    """The pids among `pids` that own a QP in RTS (`rdma resource show qp`)."""
+    out = subprocess.run(["rdma", "-j", "resource", "show", "qp"], capture_output=True, text=True).stdout
+    try:
+        qps = json.loads(out or "[]")
+    except json.JSONDecodeError:
+        return set()
+    return {qp.get("pid") for qp in qps if qp.get("state") == "RTS" and qp.get("pid") in pids}
+
+
+def error_lines(name, err):
+    return [line for line in err.splitlines() if line.startswith(name + ": ")]
+
+
+class Faults:
+    def __init__(self, opts):
+        self.opts = opts
+        self.name = os.path.basename(opts.program).removesuffix("_sanitize")
+        self.ipv4 = rdma_ipv4()
+        self.port = 19000 + os.getpid() % 400 * 2
+        self.failed = 0
+        self.cases = 0
+        self.workdir = tempfile.mkdtemp(prefix="peer_faults.")
+        self.several = "--clients" in opts.server
+
+    def args(self, template, **extra):
+        return shlex.split(template.format(ipv4=self.ipv4, port=self.port, **extra))
+
+    def verdict(self, what, problems, detail):
+        self.cases += 1
+        if problems:
+            self.failed += 1
+            print(f"FAILED: {what}: {'; '.join(problems)}\n    {detail}")
+        else:
+            print(f"ok: {what} | {detail}")
+
+    def judge_exit(self, role, code, took, err, allowed=(1,)):
+        problems = []
+        if code is None:
+            problems.append(f"still running {BOUND} s after the fault")
+        elif code in SANITIZER_EXITS:
+            problems.append(f"{SANITIZER_EXITS[code]} reported (exit {code})")
+        elif code not in allowed:
+            problems.append(f"exit {code}, not {' or '.join(map(str, allowed))}")
+        if code is not None and not error_lines(self.name, err) and code != 0:
+            problems.append(f"no line '{self.name}: ...' names what happened")
+        if "likely fix:" not in err and code == 1 and role == "client alone":
+            problems.append("no likely fix")
+        return problems
+
+    def resources_back(self, before):
+        """The kernel frees a killed process's objects on its own time: poll."""
+        ok = wait_until(lambda: rdma_resources() == before, 10 * TIME_SCALE, 0.2)
+        return [] if ok else [f"rdma resource show: before {before}, after {rdma_resources()}"]
+
+    # --- a peer killed mid-stream -------------------------------------------
+    def killed(self, victim):
+        self.port += 1
+        before = rdma_resources()
+        o = self.opts
+        server_program, client_program = (o.peer_program, o.program) if victim == "server" else (o.program, o.peer_program)
+        server = Role([server_program] + self.args(o.server), f"killed_{victim}_server", self.workdir)
+        client = None
+        problems, detail = [], ""
+        try:
+            listening = wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
+                                   20 * TIME_SCALE)
+            if not listening:
+                problems.append("the server never said it was listening")
+            else:
+                client = Role([client_program] + self.args(o.client) + shlex.split(o.stream),
+                              f"killed_{victim}_client", self.workdir)
+                pids = {server.proc.pid, client.proc.pid}
+                streaming = wait_until(lambda: qps_in_rts(pids) == pids or client.proc.poll() is not None,
+                                       30 * TIME_SCALE, 0.1)
+                if not streaming or client.proc.poll() is not None:
+                    problems.append("the two never both had a QP in RTS (or the client ended first): "
+                                    + " / ".join(client.output()[1].strip().splitlines()[:3]))
+                else:
+                    dead, survivor = (server, client) if victim == "server" else (client, server)
+                    os.killpg(dead.proc.pid, signal.SIGKILL)
+                    killed_at = time.monotonic()
+                    code = survivor.wait(BOUND * TIME_SCALE)
+                    took = time.monotonic() - killed_at
+                    out, err = survivor.output()
+                    allowed = (0, 1) if victim == "client" and self.several else (1,)
+                    problems += self.judge_exit("survivor", code, took, err, allowed)
+                    if code == 0:  # a server of several clients: it must say whom it let go
+                        if not re.search(r"let go|lost|gone|disconnected|closed", out + err):
+                            problems.append("exit 0 without a line about the client it lost")
+                    named = error_lines(self.name, err) or [line for line in (out + err).splitlines()
+                                                            if re.search(r"let go|lost|gone", line)][:1]
+                    detail = f"exit {code} {took:.1f} s after the kill | " + " / ".join(named[:2])[:300]
+        finally:
+            server.stop()
+            if client:
+                client.stop()
+        if not problems:
+            problems += self.resources_back(before)
+        survivor_role = "client" if victim == "server" else "server"
+        self.verdict(f"{self.name}: {victim} killed mid-stream, the {survivor_role} (ASan) should name it and end",
+                     problems, detail)
+
+    # --- an address nobody answers ----------------------------------------
+    def unreachable(self, address, why):
+        self.port += 1
+        before = rdma_resources()
+        args = self.args(self.opts.client)
+        args[args.index("-s") + 1] = address
+        started = time.monotonic()
+        client = Role([self.opts.program] + args, "unreachable_" + address, self.workdir)
+        code = client.wait(BOUND * TIME_SCALE)
+        took = time.monotonic() - started
+        client.stop()
+        out, err = client.output()
+        problems = self.judge_exit("client alone", code, took, err)
+        if not problems:
+            problems += self.resources_back(before)
+        self.verdict(f"{self.name}: a client sent to {address} ({why}) should give up, naming the step",
+                     problems, f"exit {code} after {took:.1f} s | " + " / ".join(err.strip().splitlines()[:2])[:300])
+
+    # --- hostile handshakes (common's TCP endpoint exchange) --------------
+    def hostile_messages(self, valid):
+        version2 = bytearray(valid)
+        version2[4:6] = struct.pack(">H", 2)
+        junk = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n0123456789abcdefghij0123"
+        return [
+            ("silent", None, r"sent 0 of \d+ bytes .* within"),
+            ("garbage", junk[:len(valid)], r"handshake: bad magic 0x47455420"),
+            # A peer that closes with our bytes unread sends a reset instead.
+            ("truncated", valid[:20], r"(closed|reset) the connection after (12|0) of \d+ bytes"),
+            ("version 2", bytes(version2), r"handshake: protocol version 2, this program speaks version 1"),
+        ]
+
+    def hostile_server(self):
+        """A fake server for the real client: it takes the client's endpoint and answers badly."""
+        valid = None
+        listener = socket.create_server(("0.0.0.0", self.port + 1000))
+        listener.settimeout(20 * TIME_SCALE)
+        try:
+            for case, message, expected in self.hostile_messages(bytes(48)):
+                args = self.args(self.opts.client)
+                args[args.index("-p") + 1] = str(self.port + 1000)
+                before = rdma_resources()
+                started = time.monotonic()
+                client = Role([self.opts.program] + args, "hostile_server_" + case.replace(" ", "_"), self.workdir)
+                problems = []
+                try:
+                    conn, _ = listener.accept()
+                    with conn:
+                        conn.settimeout(10 * TIME_SCALE)
+                        got = b""
+                        while len(got) < 48:
+                            chunk = conn.recv(48 - len(got))
+                            if not chunk:
+                                break
+                            got += chunk
+                        valid = valid or (got if len(got) == 48 else None)
+                        if message is not None and valid is not None:
+                            message = [m for c, m, _ in self.hostile_messages(valid) if c == case][0]
+                        if message is not None:
+                            conn.sendall(message)
+                        if case == "silent":
+                            client.wait(BOUND * TIME_SCALE)
+                except (OSError, socket.timeout) as e:
+                    problems.append(f"the fake server: {e}")
+                code = client.wait(BOUND * TIME_SCALE)
+                took = time.monotonic() - started
+                client.stop()
+                out, err = client.output()
+                problems += self.judge_exit("client", code, took, err)
+                problems += self.judged_before_rts(out, err, expected)
+                if not problems:
+                    problems += self.resources_back(before)
+                self.verdict(f"{self.name}: a server answering the handshake {case} should be refused by the client",
+                             problems, f"exit {code} after {took:.1f} s | " + " / ".join(error_lines(self.name, err)[:1])[:300])
+        finally:
+            listener.close()
+        return valid
+
+    def hostile_client(self, valid):
+        """A fake client for the real server: a handshake that is wrong in one way each time."""
+        for case, message, expected in self.hostile_messages(valid):
+            self.port += 1
+            before = rdma_resources()
+            server = Role([self.opts.program] + self.args(self.opts.server), "hostile_client_" + case.replace(" ", "_"),
+                          self.workdir)
+            problems = []
+            started = time.monotonic()
+            try:
+                if not wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
+                                  20 * TIME_SCALE):
+                    problems.append("the server never said it was listening")
+                else:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=10 * TIME_SCALE) as conn:
+                        started = time.monotonic()
+                        if message is not None:
+                            conn.sendall(message)
+                            conn.shutdown(socket.SHUT_WR)  # a truncated message then ends in EOF
+                        server.wait(BOUND * TIME_SCALE)
+            except OSError as e:
+                problems.append(f"the fake client: {e}")
+            code = server.wait(BOUND * TIME_SCALE)
+            took = time.monotonic() - started
+            server.stop()
+            out, err = server.output()
+            problems += self.judge_exit("server", code, took, err)
+            # A server of several clients names the one that failed to join
+            # in its log and waits for the others until --accept-ms.
+            problems += self.judged_before_rts(out, out + err if self.several else err, expected)
+            if not problems:
+                problems += self.resources_back(before)
+            named = [line for line in out.splitlines() if re.search(expected, line)] if self.several else []
+            self.verdict(f"{self.name}: a client whose handshake is {case} should be refused by the server",
+                         problems, f"exit {code} after {took:.1f} s | " +
+                         " / ".join(named[:1] + error_lines(self.name, err)[:1])[:300])
+
+    def judged_before_rts(self, out, report, expected):
+        """`report`: where the refusal must be named; `out`: the QP transitions printed."""
+        problems = []
+        if not re.search(expected, report):
+            problems.append(f"no line matches /{expected}/")
+        if "-> RTR" in out or "-> RTS" in out:
+            problems.append("a QP moved past INIT before the handshake was judged")
+        return problems
+
+    def run(self):
+        self.killed("server")
+        self.killed("client")
+        self.unreachable(OFF_SUBNET, "off every subnet")
+        has_dummy1 = "203.0.113.1/" in subprocess.run(["ip", "-4", "-br", "addr"], capture_output=True, text=True).stdout
+        if has_dummy1:
+            self.unreachable(SILENT_ON_SUBNET, "on dummy1's subnet, nobody answers ARP")
+        else:
+            print(f"note: no 203.0.113.1/24 here (scripts/rxe_vm.sh's dummy1): {SILENT_ON_SUBNET} not tried")
+        if self.opts.tcp_handshake:
+            valid = self.hostile_server()
+            if valid is None:
+                self.verdict(f"{self.name}: the client's endpoint", ["never arrived at the fake server"], "")
+            else:
+                self.hostile_client(valid)
+        print(f"{self.cases} faults, {self.cases - self.failed} handled as they should be, {self.failed} not")
+        return 1 if self.failed else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--program", required=True)
+    p.add_argument("--peer-program", required=True)
+    p.add_argument("--server", required=True)
+    p.add_argument("--client", required=True)
+    p.add_argument("--stream", required=True)
+    p.add_argument("--tcp-handshake", action="store_true")
+    opts = p.parse_args()
+    if not has_device():
+        print("SKIP: no RDMA device (/sys/class/infiniband is empty); run inside scripts/rxe_vm.sh")
+        return 77
+    return Faults(opts).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -93,7 +93,18 @@ inline std::vector<std::string> on_peer_prefix() {
   const char* on_peer = std::getenv("ON_PEER");
   REQUIRE_MESSAGE(peer_dir != nullptr, "no peer guest: run the pair suite inside scripts/rxe_vm.sh --pair");
   REQUIRE_MESSAGE(on_peer != nullptr, "ON_PEER (scripts/on_peer.sh) is not set; see common/stage_rules.build");
-  return {on_peer, "--timeout", "100", "--"};
+  std::vector<std::string> prefix{on_peer, "--timeout", "100", "--"};
+  // The peer's agent has an environment of its own: a sanitizer's options
+  // (the pair suite's ASan+UBSan run) must travel with the command.
+  std::vector<std::string> carried;
+  for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name)) carried.push_back(std::string(name) + "=" + value);
+  }
+  if (!carried.empty()) {
+    prefix.push_back("env");
+    prefix.insert(prefix.end(), carried.begin(), carried.end());
+  }
+  return prefix;
 }
 
 }  // namespace rdma::testing

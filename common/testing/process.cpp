@@ -160,6 +160,14 @@ std::vector<std::string> wrapped(const std::vector<std::string>& argv) {
   return command;
 }
 
+// The server's command behind its prefix (scripts/on_peer.sh: it then runs
+// on the peer guest, wrapped as here).
+std::vector<std::string> prefixed(const std::vector<std::string>& prefix, const std::vector<std::string>& argv) {
+  std::vector<std::string> command = prefix;
+  for (auto& word : wrapped(argv)) command.push_back(std::move(word));
+  return command;
+}
+
 }  // namespace
 
 run_result run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
@@ -171,9 +179,7 @@ std::unique_ptr<process> start(const std::vector<std::string>& argv) { return st
 
 pair_result run_pair(const std::vector<std::string>& server, const std::vector<std::string>& client,
                      std::chrono::milliseconds timeout, const std::vector<std::string>& server_prefix) {
-  std::vector<std::string> server_command = server_prefix;
-  for (const auto& word : server_prefix.empty() ? wrapped(server) : server) server_command.push_back(word);
-  process server_process(server_command);
+  process server_process(prefixed(server_prefix, server));
   const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
   pair_result r;
   r.client = run(client, timeout);
@@ -193,9 +199,7 @@ run_result pair_result::combined() const {
 
 group_result run_group(const std::vector<std::string>& server, const std::vector<std::vector<std::string>>& clients,
                        std::chrono::milliseconds timeout, const std::vector<std::string>& server_prefix) {
-  std::vector<std::string> server_command = server_prefix;
-  for (const auto& word : server_prefix.empty() ? wrapped(server) : server) server_command.push_back(word);
-  process server_process(server_command);
+  process server_process(prefixed(server_prefix, server));
   const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
   std::vector<std::unique_ptr<process>> started;
   for (const auto& client : clients) started.push_back(start(client));

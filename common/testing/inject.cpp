@@ -24,12 +24,20 @@
 //                             that the program created; "end" last
 //   RDMA_INJECT_FAIL=NAME@SITE  fail the first call of NAME from SITE
 //   RDMA_INJECT_ERRNO=N       the errno it fails with (default EIO)
+//   RDMA_INJECT_WR=imm=VALUE@N   a hostile peer: the N-th work request that
+//   RDMA_INJECT_WR=len=BYTES@N   carries an immediate and data (counted from
+//                             1) leaves with the immediate VALUE (as the
+//                             receiver decodes it, hex or decimal) or with
+//                             BYTES in its first scatter/gather entry
+//                             instead; the program's own WR is left as it
+//                             was. Logged as "hostile WHAT OLD NEW"
 //
 // How a call fails is how that call reports failure: NULL and errno, an
 // errno as the return value, or -1 and errno; the real call is not made. So
 // a failed release (destroy, dealloc, dereg, close, ack) leaves its object
 // alive, as a real one would: the program can only report it, and the exit
 // report lists the object (and whatever it kept busy) as left behind.
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <link.h>
@@ -45,6 +53,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #undef ibv_reg_mr
 #undef ibv_query_port
@@ -85,6 +94,10 @@ struct shim_state {
   std::uintptr_t fail_site = 0;
   bool fail_done = false;
   int fail_errno = EIO;
+  std::string hostile_what;  // "imm" or "len", empty: none
+  std::uint64_t hostile_value = 0;
+  unsigned long hostile_nth = 0;
+  unsigned long with_imm = 0;  // work requests with an immediate and data posted so far
   std::set<std::pair<std::string, std::uintptr_t>> seen;
   std::map<const void*, std::pair<const char*, std::uintptr_t>> alive;  // object -> (creating call, site)
   ibv_context_ops real_ops{};  // the provider's, saved from the first context
@@ -104,6 +117,18 @@ struct shim_state {
       }
     }
     if (const char* e = std::getenv("RDMA_INJECT_ERRNO"); e != nullptr) fail_errno = std::atoi(e);
+    if (const char* wr = std::getenv("RDMA_INJECT_WR"); wr != nullptr) {
+      const std::string spec(wr);
+      const auto eq = spec.find('=');
+      const auto at = spec.find('@');
+      if (eq == std::string::npos || at == std::string::npos || at < eq) {
+        std::fprintf(stderr, "rdma_inject: RDMA_INJECT_WR takes imm=VALUE@N or len=BYTES@N, not '%s'\n", wr);
+        std::abort();
+      }
+      hostile_what = spec.substr(0, eq);
+      hostile_value = std::strtoull(spec.substr(eq + 1, at - eq - 1).c_str(), nullptr, 0);
+      hostile_nth = std::strtoul(spec.c_str() + at + 1, nullptr, 10);
+    }
   }
 };
 
@@ -182,12 +207,47 @@ int shim_req_notify_cq(ibv_cq* cq, int solicited_only) {
   return state().real_ops.req_notify_cq(cq, solicited_only);
 }
 
+// RDMA_INJECT_WR: the WR to turn hostile in this list, or none.
+ibv_send_wr* hostile_wr(ibv_send_wr* list) {
+  shim_state& s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  if (s.hostile_what.empty()) return nullptr;
+  for (ibv_send_wr* wr = list; wr != nullptr; wr = wr->next) {
+    if (wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM && wr->opcode != IBV_WR_SEND_WITH_IMM) continue;
+    if (wr->num_sge == 0) continue;  // an immediate alone (END, a self-test value): not a record
+    if (++s.with_imm == s.hostile_nth) return wr;
+  }
+  return nullptr;
+}
+
 int shim_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   if (reached("ibv_post_send", SITE())) {
     *bad = wr;
     return fail_errno();
   }
-  return state().real_ops.post_send(qp, wr, bad);
+  ibv_send_wr* hostile = hostile_wr(wr);
+  if (hostile == nullptr) return state().real_ops.post_send(qp, wr, bad);
+  // Changed for this post only: the provider copies the WR into its queue.
+  shim_state& s = state();
+  const ibv_send_wr saved = *hostile;
+  std::vector<ibv_sge> sges(hostile->sg_list, hostile->sg_list + hostile->num_sge);
+  std::uint64_t old_value = 0;
+  if (s.hostile_what == "imm") {
+    old_value = ntohl(hostile->imm_data);
+    hostile->imm_data = htonl(static_cast<std::uint32_t>(s.hostile_value));
+  } else if (!sges.empty()) {
+    old_value = sges[0].length;
+    sges[0].length = static_cast<std::uint32_t>(s.hostile_value);
+    hostile->sg_list = sges.data();
+  }
+  if (s.log != nullptr) {
+    std::fprintf(s.log, "hostile %s 0x%llx 0x%llx\n", s.hostile_what.c_str(), static_cast<unsigned long long>(old_value),
+                 static_cast<unsigned long long>(s.hostile_value));
+  }
+  const int rc = s.real_ops.post_send(qp, wr, bad);
+  hostile->imm_data = saved.imm_data;
+  hostile->sg_list = saved.sg_list;
+  return rc;
 }
 
 int shim_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {

@@ -3,6 +3,7 @@
 
   peer_faults.py --program TWIN --peer-program PLAIN --server 'ARGS'
                  --client 'ARGS' --stream 'ARGS' [--tcp-handshake]
+                 [--shim librdma_inject.so --hostile 'SPEC|REGEX' ...]
 
 TWIN is the stage's program under ASan+UBSan: it plays the role being
 judged, so a leak or a bad access on the way out fails the run. PLAIN plays
@@ -26,6 +27,13 @@ client adds to stream until it is stopped.
                naming what was wrong, before any QP leaves INIT. A server of
                several clients names the one that could not join in its log
                and waits for the others until its --accept-ms.
+
+  hostile      (--hostile, each) the real client with the injection shim
+               in front: its first record leaves with the immediate or the
+               length SPEC gives (RDMA_INJECT_WR, common/testing/inject.cpp).
+               The server must refuse it with a line matching REGEX before
+               it reads the slot: exit 1, or (several clients) drop that
+               client; ended within BOUND, rdma resource show as before.
 
 Exit 0 when every case passed, 1 otherwise, 77 with no RDMA device.
 """
@@ -55,12 +63,12 @@ SILENT_ON_SUBNET = "203.0.113.99"  # scripts/rxe_vm.sh's dummy1 is 203.0.113.1/2
 class Role:
     """One program run, its output in files (a pipe nobody reads would stall it)."""
 
-    def __init__(self, argv, tag, workdir):
+    def __init__(self, argv, tag, workdir, env=None):
         self.argv = argv
         self.out_path = os.path.join(workdir, tag + ".out")
         self.err_path = os.path.join(workdir, tag + ".err")
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True)
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True, env=env)
 
     def output(self):
         with open(self.out_path, errors="replace") as out, open(self.err_path, errors="replace") as err:
@@ -123,7 +131,7 @@ class Faults:
         else:
             print(f"ok: {what} | {detail}")
 
-    def judge_exit(self, role, code, took, err, allowed=(1,)):
+    def judge_exit(self, role, code, err, allowed=(1,)):
         problems = []
         if code is None:
             problems.append(f"still running {BOUND} s after the fault")
@@ -142,21 +150,32 @@ class Faults:
         ok = wait_until(lambda: rdma_resources() == before, 10 * TIME_SCALE, 0.2)
         return [] if ok else [f"rdma resource show: before {before}, after {rdma_resources()}"]
 
+    def start_server(self, program, tag):
+        """The server on a port of its own, and the problem if it never said it listens."""
+        self.port += 1
+        server = Role([program] + self.args(self.opts.server), tag + "_server", self.workdir)
+        listening = wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
+                               20 * TIME_SCALE)
+        return server, [] if listening else ["the server never said it was listening"]
+
+    def conclude(self, what, problems, detail, before, roles):
+        """Ends what still runs; a case that passed must also leave the kernel's objects as it found them."""
+        for role in roles:
+            if role is not None:
+                role.stop()
+        if not problems:
+            problems = self.resources_back(before)
+        self.verdict(what, problems, detail)
+
     # --- a peer killed mid-stream -------------------------------------------
     def killed(self, victim):
-        self.port += 1
         before = rdma_resources()
         o = self.opts
         server_program, client_program = (o.peer_program, o.program) if victim == "server" else (o.program, o.peer_program)
-        server = Role([server_program] + self.args(o.server), f"killed_{victim}_server", self.workdir)
-        client = None
-        problems, detail = [], ""
+        server, problems = self.start_server(server_program, f"killed_{victim}")
+        client, detail = None, ""
         try:
-            listening = wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
-                                   20 * TIME_SCALE)
-            if not listening:
-                problems.append("the server never said it was listening")
-            else:
+            if not problems:
                 client = Role([client_program] + self.args(o.client) + shlex.split(o.stream),
                               f"killed_{victim}_client", self.workdir)
                 pids = {server.proc.pid, client.proc.pid}
@@ -165,30 +184,25 @@ class Faults:
                 if not streaming or client.proc.poll() is not None:
                     problems.append("the two never both had a QP in RTS (or the client ended first): "
                                     + " / ".join(client.output()[1].strip().splitlines()[:3]))
-                else:
-                    dead, survivor = (server, client) if victim == "server" else (client, server)
-                    os.killpg(dead.proc.pid, signal.SIGKILL)
-                    killed_at = time.monotonic()
-                    code = survivor.wait(BOUND * TIME_SCALE)
-                    took = time.monotonic() - killed_at
-                    out, err = survivor.output()
-                    allowed = (0, 1) if victim == "client" and self.several else (1,)
-                    problems += self.judge_exit("survivor", code, took, err, allowed)
-                    if code == 0:  # a server of several clients: it must say whom it let go
-                        if not re.search(r"let go|lost|gone|disconnected|closed", out + err):
-                            problems.append("exit 0 without a line about the client it lost")
-                    named = error_lines(self.name, err) or [line for line in (out + err).splitlines()
-                                                            if re.search(r"let go|lost|gone", line)][:1]
-                    detail = f"exit {code} {took:.1f} s after the kill | " + " / ".join(named[:2])[:300]
-        finally:
-            server.stop()
-            if client:
-                client.stop()
-        if not problems:
-            problems += self.resources_back(before)
+            if not problems:
+                dead, survivor = (server, client) if victim == "server" else (client, server)
+                os.killpg(dead.proc.pid, signal.SIGKILL)
+                killed_at = time.monotonic()
+                code = survivor.wait(BOUND * TIME_SCALE)
+                took = time.monotonic() - killed_at
+                out, err = survivor.output()
+                allowed = (0, 1) if victim == "client" and self.several else (1,)
+                problems += self.judge_exit("survivor", code, err, allowed)
+                let_go = [line for line in (out + err).splitlines() if re.search(r"let go|lost|gone", line)]
+                if code == 0 and not let_go:  # a server of several clients: it must say whom it let go
+                    problems.append("exit 0 without a line about the client it lost")
+                named = error_lines(self.name, err) or let_go[:1]
+                detail = f"exit {code} {took:.1f} s after the kill | " + " / ".join(named[:2])[:300]
+        except OSError as e:
+            problems.append(f"the harness: {e}")
         survivor_role = "client" if victim == "server" else "server"
-        self.verdict(f"{self.name}: {victim} killed mid-stream, the {survivor_role} (ASan) should name it and end",
-                     problems, detail)
+        self.conclude(f"{self.name}: {victim} killed mid-stream, the {survivor_role} (ASan) should name it and end",
+                      problems, detail, before, [server, client])
 
     # --- an address nobody answers ----------------------------------------
     def unreachable(self, address, why):
@@ -200,13 +214,11 @@ class Faults:
         client = Role([self.opts.program] + args, "unreachable_" + address, self.workdir)
         code = client.wait(BOUND * TIME_SCALE)
         took = time.monotonic() - started
-        client.stop()
         out, err = client.output()
-        problems = self.judge_exit("client alone", code, took, err)
-        if not problems:
-            problems += self.resources_back(before)
-        self.verdict(f"{self.name}: a client sent to {address} ({why}) should give up, naming the step",
-                     problems, f"exit {code} after {took:.1f} s | " + " / ".join(err.strip().splitlines()[:2])[:300])
+        problems = self.judge_exit("client alone", code, err)
+        self.conclude(f"{self.name}: a client sent to {address} ({why}) should give up, naming the step", problems,
+                      f"exit {code} after {took:.1f} s | " + " / ".join(err.strip().splitlines()[:2])[:300], before,
+                      [client])
 
     # --- hostile handshakes (common's TCP endpoint exchange) --------------
     def hostile_messages(self, valid):
@@ -251,18 +263,10 @@ class Faults:
                             conn.sendall(message)
                         if case == "silent":
                             client.wait(BOUND * TIME_SCALE)
-                except (OSError, socket.timeout) as e:
+                except OSError as e:
                     problems.append(f"the fake server: {e}")
-                code = client.wait(BOUND * TIME_SCALE)
-                took = time.monotonic() - started
-                client.stop()
-                out, err = client.output()
-                problems += self.judge_exit("client", code, took, err)
-                problems += self.judged_before_rts(out, err, expected)
-                if not problems:
-                    problems += self.resources_back(before)
-                self.verdict(f"{self.name}: a server answering the handshake {case} should be refused by the client",
-                             problems, f"exit {code} after {took:.1f} s | " + " / ".join(error_lines(self.name, err)[:1])[:300])
+                self.refused(f"{self.name}: a server answering the handshake {case} should be refused by the client",
+                             client, expected, problems, started, before)
         finally:
             listener.close()
         return valid
@@ -270,17 +274,11 @@ class Faults:
     def hostile_client(self, valid):
         """A fake client for the real server: a handshake that is wrong in one way each time."""
         for case, message, expected in self.hostile_messages(valid):
-            self.port += 1
             before = rdma_resources()
-            server = Role([self.opts.program] + self.args(self.opts.server), "hostile_client_" + case.replace(" ", "_"),
-                          self.workdir)
-            problems = []
+            server, problems = self.start_server(self.opts.program, "hostile_client_" + case.replace(" ", "_"))
             started = time.monotonic()
             try:
-                if not wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
-                                  20 * TIME_SCALE):
-                    problems.append("the server never said it was listening")
-                else:
+                if not problems:
                     with socket.create_connection(("127.0.0.1", self.port), timeout=10 * TIME_SCALE) as conn:
                         started = time.monotonic()
                         if message is not None:
@@ -289,29 +287,57 @@ class Faults:
                         server.wait(BOUND * TIME_SCALE)
             except OSError as e:
                 problems.append(f"the fake client: {e}")
-            code = server.wait(BOUND * TIME_SCALE)
-            took = time.monotonic() - started
-            server.stop()
-            out, err = server.output()
-            problems += self.judge_exit("server", code, took, err)
             # A server of several clients names the one that failed to join
             # in its log and waits for the others until --accept-ms.
-            problems += self.judged_before_rts(out, out + err if self.several else err, expected)
-            if not problems:
-                problems += self.resources_back(before)
-            named = [line for line in out.splitlines() if re.search(expected, line)] if self.several else []
-            self.verdict(f"{self.name}: a client whose handshake is {case} should be refused by the server",
-                         problems, f"exit {code} after {took:.1f} s | " +
-                         " / ".join(named[:1] + error_lines(self.name, err)[:1])[:300])
+            self.refused(f"{self.name}: a client whose handshake is {case} should be refused by the server",
+                         server, expected, problems, started, before, in_log=self.several)
 
-    def judged_before_rts(self, out, report, expected):
-        """`report`: where the refusal must be named; `out`: the QP transitions printed."""
-        problems = []
+    # --- hostile immediates and lengths -------------------------------------
+    def hostile(self, spec, expected):
+        """The real client, its N-th record turned hostile in flight by the shim (RDMA_INJECT_WR)."""
+        before = rdma_resources()
+        tag = "hostile_" + re.sub(r"\W", "_", spec)
+        log = os.path.join(self.workdir, tag + ".log")
+        server, problems = self.start_server(self.opts.program, tag)
+        client, detail = None, ""
+        try:
+            if not problems:
+                env = dict(os.environ, LD_PRELOAD=self.opts.shim, RDMA_INJECT_WR=spec, RDMA_INJECT_LOG=log)
+                client = Role([self.opts.peer_program] + self.args(self.opts.client), tag + "_client", self.workdir,
+                              env)
+                started = time.monotonic()
+                code = server.wait(BOUND * TIME_SCALE)
+                took = time.monotonic() - started
+                out, err = server.output()
+                # A server of several clients drops the one that broke a rule.
+                problems += self.judge_exit("server", code, err, (0, 1) if self.several else (1,))
+                if not re.search(expected, out + err):
+                    problems.append(f"no line matches /{expected}/")
+                turned = open(log).read() if os.path.exists(log) else ""
+                if "hostile " not in turned:
+                    problems.append("the client never posted the record to turn hostile (no 'hostile' line in its log)")
+                named = [line for line in (out + err).splitlines() if re.search(expected, line)]
+                detail = f"exit {code} after {took:.1f} s | " + " / ".join(named[:1])[:300]
+        except OSError as e:
+            problems.append(f"the harness: {e}")
+        self.conclude(f"{self.name}: a client whose first record leaves with {spec.split('@')[0]} should be refused "
+                      "before the server reads it", problems, detail, before, [server, client])
+
+    def refused(self, what, role, expected, problems, started, before, in_log=False):
+        """A hostile handshake's end: exit 1, the refusal named (on stderr, or in the log too when
+        in_log), no QP past INIT (the handshake comes first)."""
+        code = role.wait(BOUND * TIME_SCALE)
+        took = time.monotonic() - started
+        out, err = role.output()
+        problems += self.judge_exit("peer", code, err)
+        report = out + err if in_log else err
         if not re.search(expected, report):
             problems.append(f"no line matches /{expected}/")
         if "-> RTR" in out or "-> RTS" in out:
             problems.append("a QP moved past INIT before the handshake was judged")
-        return problems
+        named = [line for line in out.splitlines() if re.search(expected, line)] if in_log else []
+        self.conclude(what, problems, f"exit {code} after {took:.1f} s | " +
+                      " / ".join(named[:1] + error_lines(self.name, err)[:1])[:300], before, [role])
 
     def run(self):
         self.killed("server")
@@ -328,6 +354,9 @@ class Faults:
                 self.verdict(f"{self.name}: the client's endpoint", ["never arrived at the fake server"], "")
             else:
                 self.hostile_client(valid)
+        for case in self.opts.hostile:
+            spec, expected = case.split("|", 1)
+            self.hostile(spec, expected)
         print(f"{self.cases} faults, {self.cases - self.failed} handled as they should be, {self.failed} not")
         return 1 if self.failed else 0
 
@@ -340,6 +369,10 @@ def main():
     p.add_argument("--client", required=True)
     p.add_argument("--stream", required=True)
     p.add_argument("--tcp-handshake", action="store_true")
+    p.add_argument("--shim", help="librdma_inject.so, for --hostile")
+    p.add_argument("--hostile", action="append", default=[],
+                   help="'SPEC|REGEX': the client's first record turned hostile by RDMA_INJECT_WR=SPEC; the server "
+                        "must refuse it with a line matching REGEX")
     opts = p.parse_args()
     if not has_device():
         print("SKIP: no RDMA device (/sys/class/infiniband is empty); run inside scripts/rxe_vm.sh")

@@ -201,7 +201,16 @@ int server::run() {
                 rdma::bw_report(opts_.size, static_cast<std::uint32_t>(all_records_),
                                 std::chrono::duration<double>(last_end_ - first_record_).count()).c_str());
   }
-  return dropped_ == 0 ? 0 : 1;
+  // Exit 1 says the run was not clean; this line says why (each client
+  // dropped was named above, with what it did).
+  if (dropped_ != 0) {
+    throw rdma::tutorial_error(std::to_string(dropped_) + " of " + std::to_string(joined_) + " client" +
+                                   (joined_ == 1 ? "" : "s") + " broke the protocol and " +
+                                   (dropped_ == 1 ? "was" : "were") + " dropped",
+                               "the client's own output says what it did; the server's log above names each one "
+                               "('letting it go') with the rule it broke");
+  }
+  return 0;
 }
 
 int run_server(const options& opts, const rdma::rdma_device& dev) {

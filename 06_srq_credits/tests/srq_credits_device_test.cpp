@@ -176,6 +176,33 @@ TEST_CASE("a server sized below the windows should say so before it starts") {
   CHECK(has_line(r.server.out, "^served 1 client: 1 finished, 0 lost, 0 dropped; 0 records in all$"));
 }
 
+TEST_CASE("a burst larger than the SRQ: each client either finishes, refilled in time, or names the RNR that ended it") {
+  // Four windows of 16 in flight against 16 Recvs: a burst can find the SRQ
+  // empty. The refill keeps up or the sender's RNR (rnr_retry 0) is named;
+  // never a hang, a miscount or a silent loss.
+  const auto r = run_group(server_command({"--clients", "4", "--srq-depth", "16", "--repost-batch", "4"}),
+                           clients(4, {"--records", "2000"}), 180s);
+  INFO(describe(r));
+  CHECK(has_line(r.server.out, "^  TOO SMALL: a write can find no Recv posted \\(RNR\\)"));
+  int finished = 0;
+  int ended = 0;
+  for (const auto& c : r.clients) {
+    CAPTURE(c.err);
+    if (c.exit_code == 0) {
+      check_client(r, c, 2000, 16);
+      ++finished;
+      continue;
+    }
+    CHECK(c.exit_code == 1);
+    CHECK(has_line(c.err, "IBV_WC_RNR_RETRY_EXC_ERR"));
+    ++ended;
+  }
+  MESSAGE(finished << " of 4 clients finished, " << ended << " ended by an RNR");
+  CHECK(r.server.exit_code == 0);
+  CHECK(has_line(r.server.out, "^served 4 clients: " + std::to_string(finished) + " finished, " + std::to_string(ended) +
+                                   " lost, 0 dropped; "));
+}
+
 TEST_CASE("across two hosts: four clients here, the server on the other guest, every record counted") {
   // The server starts on the other guest through scripts/on_peer.sh, which
   // takes seconds on a loaded machine: the clients retry their connect for

@@ -54,12 +54,14 @@ beside_pid=""
 device_suites=(--suite rxe --suite exercise --suite sanitize --suite valgrind)
 # Split so that both guests take about as long (measured in a clean-clone
 # run: the inject suite alone took 17 of the 29 minutes the rest did).
-beside_suites=(--suite inject --suite faults --suite docs)
+beside_names=(inject faults docs)
+beside_suites=()
+for suite in "${beside_names[@]}"; do beside_suites+=(--suite "$suite"); done
 # After the host suites, whose builds want both cores (measured: started
 # before them, the guest beside stretched them from 6.7 to 11.4 minutes, and
 # the device guest hardly noticed it).
 if ! have_active_port && guest_available; then
-  echo "== ${beside_suites[*]//--suite /}: in a one-CPU guest beside the device suites (output at the end)"
+  echo "== ${beside_names[*]}: in a one-CPU guest beside the device suites (output at the end)"
   scripts/rxe_vm.sh --cpus 1 --timeout 3600 -- \
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase beside "${beside_suites[@]}" \
     >"$logs/beside.out" 2>&1 &
@@ -99,7 +101,7 @@ fi
 
 if [[ -n $beside_pid ]]; then
   wait "$beside_pid"
-  echo "== ${beside_suites[*]//--suite /}: the guest beside"
+  echo "== ${beside_names[*]}: the guest beside"
   cat "$logs/beside.out"
 fi
 

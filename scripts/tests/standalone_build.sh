@@ -14,16 +14,22 @@ cd "$source_root"
 # of common/ only took time (about 40% of it). The main tree builds at -O2,
 # where the optimizer's own warnings show.
 meson setup --werror -Dbuildtype=plain "$out/b" "$stage" >"$out/setup.log" 2>&1 || { cat "$out/setup.log"; exit 1; }
-# The stage's own targets (and what they need from common), not common's
-# tests: what a plain ninja builds, plus the exercise programs (built on
-# demand, but they must build here too); not the sanitizer twin, which the
-# sanitize suite builds in the main tree.
+# The stage's own programs (and what they need from common): what a plain
+# ninja builds, plus the exercise programs (built on demand, but they must
+# build here too). Not the test executables: configuring found doctest, and
+# the main tree compiles the same test sources against the same common/ (it
+# halved this suite's time); not the sanitizer twin, which the sanitize suite
+# builds in the main tree.
+meson introspect "$out/b" --tests >"$out/tests.json"
 targets=$(meson introspect "$out/b" --targets | python3 -c '
 import json, sys, os
+tests = {os.path.realpath(t["cmd"][0]) for t in json.load(open(sys.argv[2]))}  # what each test runs
 def wanted(t):
-    on_demand_exercise = t["type"] == "executable" and "/exercises/" in t["filename"][0] and not t["name"].endswith("_sanitize")
-    return t["subproject"] is None and (t["build_by_default"] or on_demand_exercise)
-print(" ".join(os.path.relpath(t["filename"][0], sys.argv[1]) for t in json.load(sys.stdin) if wanted(t)))' "$out/b")
+    path = t["filename"][0]
+    on_demand_exercise = t["type"] == "executable" and "/exercises/" in path and not t["name"].endswith("_sanitize")
+    return (t["subproject"] is None and os.path.realpath(path) not in tests
+            and (t["build_by_default"] or on_demand_exercise))
+print(" ".join(os.path.relpath(t["filename"][0], sys.argv[1]) for t in json.load(sys.stdin) if wanted(t)))' "$out/b" "$out/tests.json")
 [[ -n "$targets" ]] || { echo "no targets in $stage"; exit 1; }
 # shellcheck disable=SC2086  # one word per target
 ninja -C "$out/b" $targets >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }

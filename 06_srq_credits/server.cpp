@@ -187,13 +187,7 @@ int server::run() {
   }
   // Exit 1 says the run was not clean; this line says why (each client
   // dropped was named above, with what it did).
-  if (dropped_ != 0) {
-    throw rdma::tutorial_error(std::to_string(dropped_) + " of " + std::to_string(joined_) + " client" +
-                                   (joined_ == 1 ? "" : "s") + " broke the protocol and " +
-                                   (dropped_ == 1 ? "was" : "were") + " dropped",
-                               "the client's own output says what it did; the server's log above names each one "
-                               "('letting it go') with the rule it broke");
-  }
+  if (dropped_ != 0) throw rdma::clients_dropped(dropped_, joined_);
   return 0;
 }
 

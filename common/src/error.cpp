@@ -16,6 +16,13 @@ std::string hint_of(const std::exception& e) {
   return {};
 }
 
+tutorial_error clients_dropped(unsigned dropped, unsigned joined) {
+  return tutorial_error(std::to_string(dropped) + " of " + std::to_string(joined) + " client" + (joined == 1 ? "" : "s") +
+                            " broke the protocol and " + (dropped == 1 ? "was" : "were") + " dropped",
+                        "the client's own output says what it did; the server's log above names each one "
+                        "('letting it go') with the rule it broke");
+}
+
 namespace {
 
 struct known_cause {

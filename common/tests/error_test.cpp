@@ -101,3 +101,9 @@ TEST_CASE("a TCP connect with no route, or nobody answering ARP, should each get
   const rdma::verbs_error silent(EHOSTUNREACH, "connect(203.0.113.99:18515)");
   CHECK(silent.hint().find("no ARP reply") != std::string::npos);
 }
+
+TEST_CASE("a server that dropped clients should say how many of how many, in words that agree") {
+  CHECK(std::string(rdma::clients_dropped(1, 1).what()) == "1 of 1 client broke the protocol and was dropped");
+  CHECK(std::string(rdma::clients_dropped(2, 4).what()) == "2 of 4 clients broke the protocol and were dropped");
+  CHECK(rdma::clients_dropped(1, 4).hint().find("letting it go") != std::string::npos);
+}

@@ -67,6 +67,10 @@ class tutorial_error : public std::runtime_error {
 // a failure reported on the way instead of ending the program.
 std::string hint_of(const std::exception& e);
 
+// The end of a server's run that dropped clients for breaking the protocol
+// (stages 06, 09): exit 1 with this line, each client named in the log.
+tutorial_error clients_dropped(unsigned dropped, unsigned joined);
+
 // "EINVAL", "ENOMEM", ... for a message a reader can search for.
 std::string errno_name(int err);
 

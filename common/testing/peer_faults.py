@@ -64,7 +64,6 @@ class Role:
     """One program run, its output in files (a pipe nobody reads would stall it)."""
 
     def __init__(self, argv, tag, workdir, env=None):
-        self.argv = argv
         self.out_path = os.path.join(workdir, tag + ".out")
         self.err_path = os.path.join(workdir, tag + ".err")
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
@@ -120,8 +119,8 @@ class Faults:
         self.workdir = tempfile.mkdtemp(prefix="peer_faults.")
         self.several = "--clients" in opts.server
 
-    def args(self, template, **extra):
-        return shlex.split(template.format(ipv4=self.ipv4, port=self.port, **extra))
+    def args(self, template):
+        return shlex.split(template.format(ipv4=self.ipv4, port=self.port))
 
     def verdict(self, what, problems, detail):
         self.cases += 1
@@ -131,7 +130,7 @@ class Faults:
         else:
             print(f"ok: {what} | {detail}")
 
-    def judge_exit(self, role, code, err, allowed=(1,)):
+    def judge_exit(self, code, err, allowed=(1,), needs_fix=False):
         problems = []
         if code is None:
             problems.append(f"still running {BOUND} s after the fault")
@@ -141,7 +140,7 @@ class Faults:
             problems.append(f"exit {code}, not {' or '.join(map(str, allowed))}")
         if code is not None and not error_lines(self.name, err) and code != 0:
             problems.append(f"no line '{self.name}: ...' names what happened")
-        if "likely fix:" not in err and code == 1 and role == "client alone":
+        if needs_fix and code == 1 and "likely fix:" not in err:
             problems.append("no likely fix")
         return problems
 
@@ -192,7 +191,7 @@ class Faults:
                 took = time.monotonic() - killed_at
                 out, err = survivor.output()
                 allowed = (0, 1) if victim == "client" and self.several else (1,)
-                problems += self.judge_exit("survivor", code, err, allowed)
+                problems += self.judge_exit(code, err, allowed)
                 let_go = [line for line in (out + err).splitlines() if re.search(r"let go|lost|gone", line)]
                 if code == 0 and not let_go:  # a server of several clients: it must say whom it let go
                     problems.append("exit 0 without a line about the client it lost")
@@ -215,7 +214,7 @@ class Faults:
         code = client.wait(BOUND * TIME_SCALE)
         took = time.monotonic() - started
         out, err = client.output()
-        problems = self.judge_exit("client alone", code, err)
+        problems = self.judge_exit(code, err, needs_fix=True)
         self.conclude(f"{self.name}: a client sent to {address} ({why}) should give up, naming the step", problems,
                       f"exit {code} after {took:.1f} s | " + " / ".join(err.strip().splitlines()[:2])[:300], before,
                       [client])
@@ -310,7 +309,7 @@ class Faults:
                 took = time.monotonic() - started
                 out, err = server.output()
                 # A server of several clients drops the one that broke a rule.
-                problems += self.judge_exit("server", code, err, (0, 1) if self.several else (1,))
+                problems += self.judge_exit(code, err, (0, 1) if self.several else (1,))
                 if not re.search(expected, out + err):
                     problems.append(f"no line matches /{expected}/")
                 turned = open(log).read() if os.path.exists(log) else ""
@@ -329,7 +328,7 @@ class Faults:
         code = role.wait(BOUND * TIME_SCALE)
         took = time.monotonic() - started
         out, err = role.output()
-        problems += self.judge_exit("peer", code, err)
+        problems += self.judge_exit(code, err)
         report = out + err if in_log else err
         if not re.search(expected, report):
             problems.append(f"no line matches /{expected}/")

@@ -100,7 +100,8 @@ int run_client(const options& opts, rdma_event_channel* channel) {
     // Nobody listens yet: a server started beside us may still be on its
     // way. A rejected id cannot connect again; take a new one and retry
     // until --wait-ms. (The device stays the same for the same address.)
-    const bool nobody_listens = established.type == RDMA_CM_EVENT_REJECTED && established.status == 8;
+    const bool nobody_listens =
+        established.type == RDMA_CM_EVENT_REJECTED && established.status == rdma::cm::reject_no_listener;
     if (!nobody_listens || ms_left(deadline) < 200) {
       throw explain(established, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), connect_step);
     }

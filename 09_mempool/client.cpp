@@ -255,7 +255,8 @@ int run_client(const options& opts, rdma_event_channel* channel) {
     if (established.type == RDMA_CM_EVENT_ESTABLISHED) break;
     // Nobody listens yet (a server started beside us may be on its way): a
     // rejected id cannot connect again, so a new one, until --wait-ms.
-    const bool nobody_listens = established.type == RDMA_CM_EVENT_REJECTED && established.status == 8;
+    const bool nobody_listens =
+        established.type == RDMA_CM_EVENT_REJECTED && established.status == rdma::cm::reject_no_listener;
     if (!nobody_listens || rdma::cm::ms_left(deadline) < 200) {
       throw rdma::cm::explain(established, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), connect_step);
     }

@@ -77,8 +77,8 @@ constexpr meaning error_events[] = {
 // The IB CM's reject reasons a reader meets here (IBTA 12.6.7.2).
 std::string reject_reason(int status) {
   switch (status) {
-    case 8: return "nobody listens on that address and port (reason 8, invalid service ID)";
-    case 28: return "the server's own reason (reason 28, consumer reject)";
+    case reject_no_listener: return "nobody listens on that address and port (reason 8, invalid service ID)";
+    case reject_by_consumer: return "the server's own reason (reason 28, consumer reject)";
     default: return "reason " + std::to_string(status);
   }
 }
@@ -98,9 +98,9 @@ tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_
     std::string message = std::string(step) + ": " + got + ": " + m.what;
     std::string fix = m.fix;
     if (ev.type == RDMA_CM_EVENT_REJECTED) {
-      if (ev.status == 8) {
+      if (ev.status == reject_no_listener) {
         fix = "start the server first, or check -p";
-      } else if (ev.status == 28) {
+      } else if (ev.status == reject_by_consumer) {
         message += ": \"" + reject_text(ev.private_data) + "\"";
       }
     }

@@ -56,6 +56,11 @@ cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string
 tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_view step);
 std::string describe_status(rdma_cm_event_type type, int status);
 std::string reject_reason(int status);
+// The IB CM's reject reasons (a REJECTED event's status) a reader meets here
+// (IBTA 12.6.7.2): nobody listens on that port (a server not started yet), and
+// the server's own rdma_reject.
+inline constexpr int reject_no_listener = 8;   // invalid service ID
+inline constexpr int reject_by_consumer = 28;  // consumer reject
 
 // rdma_reject's private data (the REJ message): why, as printable text
 // (the REJ has room for 148 bytes; we send at most this many).

@@ -2,7 +2,7 @@
 // word is), learn the grant from the accept (our slots, the window's rkey),
 // wait for the server to open the window, then stream --records records
 // inside the credit edge, END, and disconnect. --hostile breaks one rule
-// on the first record, to watch the server refuse it.
+// (on the first record, or the credits), to watch the server refuse it.
 #include <arpa/inet.h>
 #include <algorithm>
 #include <array>
@@ -146,6 +146,7 @@ struct stream {
   void break_a_rule(ibv_send_wr& wr, ibv_sge& sge) const {
     switch (opts.hostile) {
       case hostile_kind::none:
+      case hostile_kind::ignore_credits:  // not one record: post_all
         return;
       case hostile_kind::slot_out_of_range:
         wr.imm_data = htonl(rdma::imm::encode(imm_data, rdma::imm::index_limit - 1));
@@ -173,11 +174,19 @@ struct stream {
   // Records, then END: every credit we hold goes out as one linked list of
   // WRs in one ibv_post_send.
   void post_all() {
-    std::vector<ibv_send_wr> wrs(g.slots);
-    std::vector<ibv_sge> sges(g.slots);
+    std::vector<ibv_send_wr> wrs(send_queue);
+    std::vector<ibv_sge> sges(send_queue);
+    // --hostile ignore-credits: as many writes as the send queue holds,
+    // whatever the edge; a burst past what the server's SRQ was sized for.
+    const bool heed_credits = opts.hostile != hostile_kind::ignore_credits;
+    if (!heed_credits) {
+      std::printf("hostile: ignores the credit edge, up to %u writes in flight\n", send_queue);
+      std::fflush(stdout);
+    }
     while (sent <= opts.records) {
-      wait_until("a credit", [&] { return sent < edge && sent - completed < send_queue; });
-      const std::uint64_t room = std::min<std::uint64_t>(edge - sent, send_queue - (sent - completed));
+      wait_until("a credit", [&] { return (sent < edge || !heed_credits) && sent - completed < send_queue; });
+      const std::uint64_t credits = heed_credits ? edge - sent : send_queue;
+      const std::uint64_t room = std::min<std::uint64_t>(credits, send_queue - (sent - completed));
       const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(room, opts.records + 1 - sent));
       const std::uint64_t first = sent;
       for (std::size_t i = 0; i < k; ++i) {

@@ -26,6 +26,7 @@ constexpr hostile_entry hostile_kinds[] = {
     {hostile_kind::slot_not_granted, "slot-not-granted"},
     {hostile_kind::oversized, "oversized"},
     {hostile_kind::outside_grant, "outside-grant"},
+    {hostile_kind::ignore_credits, "ignore-credits"},
 };
 
 }  // namespace
@@ -74,17 +75,19 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view) { out.latency = true; });
   parser.add(0, "resolve-ms", "MS", "client: timeout of address and route resolution (default 2000)",
              [&](std::string_view v) { out.resolve_ms = static_cast<int>(number(v, "--resolve-ms", 1, 600000)); });
-  parser.add(0, "hostile", "KIND", "client: break the server's rules on purpose, once: slot-out-of-range, "
-                                   "slot-not-granted, oversized or outside-grant",
+  parser.add(0, "hostile", "KIND", "client: break one of the server's rules on purpose: on record 0 "
+                                   "slot-out-of-range, slot-not-granted, oversized or outside-grant; or "
+                                   "ignore-credits (write past the credit edge)",
              [&](std::string_view v) {
+               std::string kinds;
                for (const hostile_entry& e : hostile_kinds) {
                  if (v == e.name) {
                    out.hostile = e.kind;
                    return;
                  }
+                 kinds += (kinds.empty() ? "" : ", ") + std::string(e.name);
                }
-               throw rdma::usage_error("--hostile takes slot-out-of-range, slot-not-granted, oversized or "
-                                       "outside-grant, not '" + std::string(v) + "'");
+               throw rdma::usage_error("--hostile takes one of " + kinds + ", not '" + std::string(v) + "'");
              });
   if (!parser.parse(argc, argv)) return false;
 

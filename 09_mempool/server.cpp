@@ -191,10 +191,16 @@ void server::take_record(client& c, const ibv_wc& wc) {
   const std::span<const char> record(pool_.base() + layout_.offset(a.slot), layout_.record_size);
   const std::uint64_t expected = c.seq.next();
   if (std::string wrong = rdma::check_record(record, expected); !wrong.empty()) {
+    const std::uint64_t seq = rdma::record_seq(record);
     if (wrong.find("checksum") != std::string::npos) {
       c.seq.on_corrupt();
+    } else if (seq >= c.edge_told) {
+      // Credits keep a slot from being written again before we read it: a
+      // record the edge did not allow yet wrote over the one we expected.
+      wrong = "slot " + std::to_string(a.slot) + " holds record " + std::to_string(seq) + ", beyond its credit edge " +
+              std::to_string(c.edge_told) + " (record " + std::to_string(expected) + " was written over)";
     } else {
-      wrong = c.seq.on_record(rdma::record_seq(record));
+      wrong = c.seq.on_record(seq);
     }
     let_go(c, parting::dropped, wrong);
     return;

@@ -35,7 +35,7 @@
 namespace stage09 {
 
 // options.cpp
-enum class hostile_kind { none, slot_out_of_range, slot_not_granted, oversized, outside_grant };
+enum class hostile_kind { none, slot_out_of_range, slot_not_granted, oversized, outside_grant, ignore_credits };
 const char* hostile_name(hostile_kind kind);
 
 struct options {

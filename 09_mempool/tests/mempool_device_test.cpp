@@ -155,6 +155,42 @@ TEST_CASE("a hostile client should be caught before its slot is read and disconn
   }
 }
 
+// The issue's SRQ burst: --window 4 and two chunks size the SRQ at
+// 2 x (2 x 4 + 16) = 48 Recvs, and a client that ignores its credits keeps up
+// to 128 writes in flight. The SRQ is shared, so its burst can leave the
+// other client no Recv either: each side must then name what happened.
+TEST_CASE("a client that ignores its credits should be named by the server, and a burst past the SRQ by the device") {
+  const std::string ip = rdma_cm_address();
+  const auto r = run_group(server_command({"--clients", "2", "--window", "4"}),
+                           {client_command({"--records", "3000"}, ip),
+                            client_command({"--records", "3000", "--hostile", "ignore-credits"}, ip)},
+                           180s);
+  INFO(describe(r));
+  CHECK(r.server.exit_code == 1);
+  const auto& bad = r.clients[1];
+  CHECK(bad.exit_code == 1);
+  CHECK(has_line(bad.out, "^hostile: ignores the credit edge, up to 128 writes in flight$"));
+  // Measured: its write 48 (the SRQ's depth) comes back RNR_RETRY_EXC.
+  // A server quicker to disconnect it would flush it first.
+  CHECK(has_line(bad.err, R"(^mempool: write \d+ failed: wr_id \d+: IBV_WC_(RNR_RETRY_EXC|WR_FLUSH)_ERR )"));
+  const std::string number = number_of(r, bad);
+  // Caught by the edge, or by what it wrote over before its first record
+  // was read; never counted as records.
+  CHECK(has_line(r.server.out, "^client " + number + " \\(QP 0x[0-9a-f]+\\): .*beyond its credit edge 4.*; letting it go after 0 records$"));
+  CHECK(has_line(r.server.out, "^client " + number + ": dropped; 0 records, 0 bytes, gaps 0, duplicates 0, corrupt 0$"));
+  const auto& good = r.clients[0];
+  if (good.exit_code == 0) {
+    check_finished(r, good, 3000);
+    CHECK(has_line(r.server.out, "^served 2 clients: 1 finished, 0 lost, 1 dropped; 0 turned away; 3000 records in all$"));
+  } else {
+    // The burst took every Recv while this one wrote: the device names it,
+    // and the server counts it lost, not finished.
+    CHECK(has_line(good.err, R"(^mempool: write \d+ failed: wr_id \d+: IBV_WC_RNR_RETRY_EXC_ERR )"));
+    CHECK(has_line(r.server.out, "^served 2 clients: 0 finished, 1 lost, 1 dropped; 0 turned away; \\d+ records in all$"));
+  }
+  CHECK(has_line(r.server.out, "^pool: 2 of 2 chunks free again; "));
+}
+
 TEST_CASE("a client with another record size should be turned away with the reason, the server going on") {
   const std::string ip = rdma_cm_address();
   auto server = rdma::testing::start(server_command({"--clients", "1"}));

@@ -391,7 +391,10 @@ TEST_CASE("a client should take a known hostile kind and refuse an unknown one")
   CHECK(o.hostile == stage09::hostile_kind::oversized);
   CHECK(std::string(stage09::hostile_name(o.hostile)) == "oversized");
   CHECK(parse({"-s", "127.0.0.1", "--hostile", "slot-not-granted"}).hostile == stage09::hostile_kind::slot_not_granted);
-  CHECK(says(usage_error_of({"-s", "127.0.0.1", "--hostile", "nonsense"}), "nonsense"));
+  CHECK(parse({"-s", "127.0.0.1", "--hostile", "ignore-credits"}).hostile == stage09::hostile_kind::ignore_credits);
+  const std::string why = usage_error_of({"-s", "127.0.0.1", "--hostile", "nonsense"});
+  CHECK(says(why, "nonsense"));
+  CHECK(says(why, "slot-out-of-range, slot-not-granted, oversized, outside-grant, ignore-credits"));  // every kind
   CHECK_FALSE(usage_error_of({"--hostile", "oversized"}).empty());  // a client's option, without -s
 }
 

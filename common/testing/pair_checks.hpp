@@ -93,7 +93,9 @@ inline std::vector<std::string> on_peer_prefix() {
   const char* on_peer = std::getenv("ON_PEER");
   REQUIRE_MESSAGE(peer_dir != nullptr, "no peer guest: run the pair suite inside scripts/rxe_vm.sh --pair");
   REQUIRE_MESSAGE(on_peer != nullptr, "ON_PEER (scripts/on_peer.sh) is not set; see common/stage_rules.build");
-  std::vector<std::string> prefix{on_peer, "--timeout", "100", "--"};
+  using namespace std::chrono_literals;
+  const auto peer_timeout = std::chrono::duration_cast<std::chrono::seconds>(scaled(100s));
+  std::vector<std::string> prefix{on_peer, "--timeout", std::to_string(peer_timeout.count()), "--"};
   // The peer's agent has an environment of its own: a sanitizer's options
   // (the pair suite's ASan+UBSan run) must travel with the command.
   std::vector<std::string> carried;

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "exercise_spec.hpp"
 
@@ -153,4 +155,24 @@ TEST_CASE("an EXIT line should make that exit code, and only it, the fixed one")
   r.exit_code = 0;
   CHECK_FALSE(judge(spec, r).fixed);
   CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// EXIT: no\n"), std::invalid_argument);
+}
+
+TEST_CASE("under a time scale, a two-peer run's waits for its peer should stretch, defaults included") {
+  using strings = std::vector<std::string>;
+  using rdma::testing::with_scaled_waits;
+  const strings server{"prog", "--wait-ms", "3000", "--accept-ms", "20000"};
+  const strings client{"prog", "-s", "127.0.0.1", "--resolve-ms", "2000"};
+  CHECK(with_scaled_waits(server, true) == server);  // no scale set: as written
+  CHECK(with_scaled_waits(client, false) == client);
+  ::setenv("RDMA_TUTORIAL_TIME_SCALE", "20", 1);
+  const strings stretched_server = with_scaled_waits(server, true);
+  const strings stretched_client = with_scaled_waits(client, false);
+  const strings odd = with_scaled_waits({"prog", "--wait-ms", "soon", "--accept-ms"}, true);
+  ::unsetenv("RDMA_TUTORIAL_TIME_SCALE");
+  CHECK(stretched_server == strings{"prog", "--wait-ms", "60000", "--accept-ms", "400000"});
+  // --resolve-ms is the kernel's ARP, not a peer: left; common's default --wait-ms (5000) added, scaled; a client
+  // takes no --accept-ms.
+  CHECK(stretched_client == strings{"prog", "-s", "127.0.0.1", "--resolve-ms", "2000", "--wait-ms", "100000"});
+  // A value that is no number, or a flag without one, is left for the program to refuse.
+  CHECK(odd == strings{"prog", "--wait-ms", "soon", "--accept-ms"});
 }

@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
       // The server first, then the client; the pair is judged as one run.
       std::vector<std::string> server{program};
       server.insert(server.end(), spec.server_args.begin(), spec.server_args.end());
+      // Under memcheck each peer starts slower: stretch their waits for each other.
+      server = rdma::testing::with_scaled_waits(server, true);
+      command = rdma::testing::with_scaled_waits(command, false);
       if (spec.clients > 1) {
         const std::vector<std::vector<std::string>> clients(static_cast<std::size_t>(spec.clients), command);
         run = rdma::testing::run_group(server, clients, std::chrono::seconds(spec.timeout_seconds)).combined();

@@ -1,8 +1,12 @@
 #include "exercise_spec.hpp"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+
+#include "rdma_tutorial/options.hpp"
 
 namespace rdma::testing {
 
@@ -138,6 +142,28 @@ judgement judge(const exercise_spec& spec, const run_result& run) {
     j.reason = "exit code " + std::to_string(run.exit_code);
   }
   return j;
+}
+
+std::vector<std::string> with_scaled_waits(std::vector<std::string> argv, bool server) {
+  using std::chrono::milliseconds;
+  if (scaled(milliseconds(1)) == milliseconds(1)) return argv;
+  const rdma::peer_options defaults;
+  std::vector<std::pair<std::string, int>> waits{{"--wait-ms", defaults.wait_ms}};
+  if (server) waits.emplace_back("--accept-ms", defaults.accept_ms);
+  for (const auto& [flag, fallback] : waits) {
+    const auto at = std::find(argv.begin(), argv.end(), flag);
+    if (at == argv.end()) {
+      argv.push_back(flag);
+      argv.push_back(std::to_string(scaled(milliseconds(fallback)).count()));
+      continue;
+    }
+    // A value that is no number is left for the program to refuse.
+    if (at + 1 == argv.end()) continue;
+    std::string& value = *(at + 1);
+    if (value.empty() || value.size() > 9 || !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    value = std::to_string(scaled(milliseconds(std::stoll(value))).count());
+  }
+  return argv;
 }
 
 }  // namespace rdma::testing

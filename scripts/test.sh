@@ -57,12 +57,17 @@ device_suites=(--suite rxe --suite exercise --suite sanitize --suite valgrind)
 beside_names=(inject faults docs)
 beside_suites=()
 for suite in "${beside_names[@]}"; do beside_suites+=(--suite "$suite"); done
+# Each guest's limit is about three times what its suites took in a clean-clone
+# run on an idle machine (device 28, beside 25, pair 2.5 minutes before the
+# memcheck pair run): a loaded machine stretches every test (two CPU hogs
+# and other guests beside took the device guest past 40 minutes), and a
+# guest killed at its limit loses every result it had.
 # After the host suites, whose builds want both cores (measured: started
 # before them, the guest beside stretched them from 6.7 to 11.4 minutes, and
 # the device guest hardly noticed it).
 if ! have_active_port && guest_available; then
   echo "== ${beside_names[*]}: in a one-CPU guest beside the device suites (output at the end)"
-  scripts/rxe_vm.sh --cpus 1 --timeout 3600 -- \
+  scripts/rxe_vm.sh --cpus 1 --timeout 4800 -- \
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase beside "${beside_suites[@]}" \
     >"$logs/beside.out" 2>&1 &
   beside_pid=$!
@@ -85,7 +90,7 @@ if have_active_port; then
 else
   echo "== device suites in the Soft-RoCE guest (no RDMA port here)"
   [[ -n $beside_pid ]] || device_suites+=(--suite docs)
-  scripts/rxe_vm.sh --timeout 2400 -- \
+  scripts/rxe_vm.sh --timeout 4800 -- \
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase device "${device_suites[@]}"
 fi
 
@@ -93,7 +98,7 @@ fi
 runs+=(pair)
 if guest_available; then
   echo "== pair suite: two Soft-RoCE guests on a virtual wire"
-  scripts/rxe_vm.sh --pair --timeout 1200 -- \
+  scripts/rxe_vm.sh --pair --timeout 2400 -- \
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
 else
   meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair

@@ -32,7 +32,11 @@ inline std::vector<std::string> server_command(const std::vector<std::string>& a
 inline std::vector<std::string> client_command(const std::vector<std::string>& args = {},
                                                const std::string& address = "127.0.0.1") {
   using namespace std::chrono_literals;
-  std::vector<std::string> argv{peer_program(), "-s", address, "--wait-ms", peer_wait_ms(5s)};
+  // Across two guests the server starts through on_peer.sh's agent, after
+  // the client: 5 s was too little for the ASan twin there on a loaded
+  // machine (ECONNREFUSED to the end). Only a failing run waits it out.
+  const bool server_on_peer = std::getenv("RDMA_TUTORIAL_PAIR") != nullptr;
+  std::vector<std::string> argv{peer_program(), "-s", address, "--wait-ms", peer_wait_ms(server_on_peer ? 20s : 5s)};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }

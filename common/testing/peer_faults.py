@@ -149,10 +149,10 @@ class Faults:
         ok = wait_until(lambda: rdma_resources() == before, 10 * TIME_SCALE, 0.2)
         return [] if ok else [f"rdma resource show: before {before}, after {rdma_resources()}"]
 
-    def start_server(self, program, tag):
+    def start_server(self, program, tag, extra=()):
         """The server on a port of its own, and the problem if it never said it listens."""
         self.port += 1
-        server = Role([program] + self.args(self.opts.server), tag + "_server", self.workdir)
+        server = Role([program] + self.args(self.opts.server) + list(extra), tag + "_server", self.workdir)
         listening = wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
                                20 * TIME_SCALE)
         return server, [] if listening else ["the server never said it was listening"]
@@ -171,7 +171,12 @@ class Faults:
         before = rdma_resources()
         o = self.opts
         server_program, client_program = (o.peer_program, o.program) if victim == "server" else (o.program, o.peer_program)
-        server, problems = self.start_server(server_program, f"killed_{victim}")
+        # The client must be streaming before the kill, however long its
+        # start takes on a loaded machine (the ASan twin's took more than the
+        # 8 s the inject scenario's --accept-ms gives, in a run beside other
+        # guests): a later --accept-ms wins.
+        server, problems = self.start_server(server_program, f"killed_{victim}",
+                                             ["--accept-ms", str(int(60000 * TIME_SCALE))])
         client, detail = None, ""
         try:
             if not problems:

@@ -29,6 +29,7 @@ using rdma::testing::first_match;
 using rdma::testing::has_line;
 using rdma::testing::rdma_cm_address;
 using rdma::testing::run_pair;
+using rdma::testing::run_pair_once_listening;
 using rdma::testing::server_command;
 
 namespace {
@@ -117,8 +118,10 @@ TEST_CASE("many rounds of a larger write should read back the same every time; e
 
 TEST_CASE("a client asking for no RDMA Reads should be granted none, and its Read should wait, named") {
   const std::string ip = rdma_cm_address();
-  const auto r = run_pair(server_command(),
-                          client_command({"--initiator-depth", "0", "--wait-ms", rdma::testing::peer_wait_ms(2s)}, ip), 60s);
+  // The client's 2 s is for the Read; it starts once the server listens.
+  const auto r = run_pair_once_listening(
+      server_command(), client_command({"--initiator-depth", "0", "--wait-ms", rdma::testing::peer_wait_ms(2s)}, ip),
+      60s, "(rdma_listen)");
   INFO(both(r));
   CHECK(has_line(r.server.out, "^CONNECT_REQUEST: .*; it reads 0 at once, 56 bytes of private data$"));
   CHECK(has_line(r.server.out, "^rdma_accept: region .*; responder_resources 0$"));
@@ -157,8 +160,9 @@ TEST_CASE("a second client while one is served should be turned away busy, and t
 
 TEST_CASE("a server granting no responder resources should leave the client's RDMA Read waiting, named") {
   const std::string ip = rdma_cm_address();
-  const auto r = run_pair(server_command({"--responder-resources", "0"}),
-                          client_command({"--wait-ms", rdma::testing::peer_wait_ms(2s)}, ip), 60s);
+  const auto r = run_pair_once_listening(server_command({"--responder-resources", "0"}),
+                                         client_command({"--wait-ms", rdma::testing::peer_wait_ms(2s)}, ip), 60s,
+                                         "(rdma_listen)");
   INFO(both(r));
   CHECK(r.client.exit_code == 1);
   CHECK(has_line(r.client.out, "^QP 0x[0-9a-f]+ as rdma_cm left it: RTS, .*, max_rd_atomic 0, max_dest_rd_atomic 0$"));

@@ -33,12 +33,30 @@ inline std::vector<std::string> client_command(const std::vector<std::string>& a
                                                const std::string& address = "127.0.0.1") {
   using namespace std::chrono_literals;
   // Across two guests the server starts through on_peer.sh's agent, after
-  // the client: 5 s was too little for the ASan twin there on a loaded
-  // machine (ECONNREFUSED to the end). Only a failing run waits it out.
+  // the client: on a loaded machine 5 s was too little there, for the plain
+  // build and the ASan twin alike (ECONNREFUSED to the end). Only a failing
+  // run waits the 20 s out.
   const bool server_on_peer = std::getenv("RDMA_TUTORIAL_PAIR") != nullptr;
   std::vector<std::string> argv{peer_program(), "-s", address, "--wait-ms", peer_wait_ms(server_on_peer ? 20s : 5s)};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
+}
+
+// As run_pair, but the client starts only once the server printed `ready`
+// (its listening line): for a client whose --wait-ms is short on purpose, so
+// a server slow to start (a loaded machine) cannot use that wait up. A server
+// that never says it is ready fails the test.
+inline pair_result run_pair_once_listening(const std::vector<std::string>& server,
+                                           const std::vector<std::string>& client, std::chrono::milliseconds timeout,
+                                           const std::string& ready) {
+  using namespace std::chrono_literals;
+  auto started = start(server);
+  pair_result r;
+  const bool listening = started->wait_for_output(ready, scaled(30s));
+  if (listening) r.client = run(client, timeout);
+  r.server = started->wait(listening ? scaled(timeout) : 1000ms);
+  REQUIRE_MESSAGE(listening, "the server never printed '" << ready << "':\n" << describe(r.server));
+  return r;
 }
 
 // The address rdma_cm needs for this host: an interface with an RDMA device.

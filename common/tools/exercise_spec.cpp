@@ -160,8 +160,9 @@ std::vector<std::string> with_scaled_waits(std::vector<std::string> argv, bool s
     // A value that is no number is left for the program to refuse.
     if (at + 1 == argv.end()) continue;
     std::string& value = *(at + 1);
-    if (value.empty() || value.size() > 9 || !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-    value = std::to_string(scaled(milliseconds(std::stoll(value))).count());
+    const bool number = !value.empty() && value.size() <= 9 &&
+                        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (number) value = std::to_string(scaled(milliseconds(std::stoll(value))).count());
   }
   return argv;
 }

@@ -69,13 +69,14 @@ struct judgement {
 
 judgement judge(const exercise_spec& spec, const run_result& run);
 
+// The line a killed run is judged with: "[exercise_check] no answer within N s (killed)".
+std::string hang_line(const exercise_spec& spec);
+
 // A two-peer run's command line with each wait for the other peer stretched
 // like the checker's own timeout (RDMA_TUTORIAL_TIME_SCALE: under memcheck a
 // peer starts 10-30 times slower): --wait-ms, and a server's --accept-ms,
 // scaled; where the line has none, common's default (rdma::peer_options),
 // scaled. Unchanged when no scale is set.
 std::vector<std::string> with_scaled_waits(std::vector<std::string> argv, bool server);
-// The line a killed run is judged with: "[exercise_check] no answer within N s (killed)".
-std::string hang_line(const exercise_spec& spec);
 
 }  // namespace rdma::testing

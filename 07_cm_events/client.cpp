@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/completion.hpp"
@@ -84,36 +83,15 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   // Not for our Sends: the server's QP gets this one, for its Sends into
   // our receive queue. Our notice's retries come from the server's accept.
   param.rnr_retry_count = opts.rnr_retry_count;
-  const std::string connect_step = "rdma_connect(" + to + ")";
-  const auto deadline = clock::now() + std::chrono::milliseconds(opts.peer.wait_ms);
-  cm_event established;
-  for (;;) {
-    rdma::check_errno(rdma_connect(id.get(), &param), connect_step);
-    // Our own deadline: an unanswered connect request is retried by the CM
-    // for about 100 s before UNREACHABLE arrives.
-    established = next_event(channel, ms_left(deadline),
-                             "answer to " + connect_step + " (ESTABLISHED) within --wait-ms " +
-                                 std::to_string(opts.peer.wait_ms),
-                             "is a server running there? The CM would retry for about 100 s before "
-                             "RDMA_CM_EVENT_UNREACHABLE; --wait-ms bounds our wait");
-    if (established.type == RDMA_CM_EVENT_ESTABLISHED) break;
-    // Nobody listens yet: a server started beside us may still be on its
-    // way. A rejected id cannot connect again; take a new one and retry
-    // until --wait-ms. (The device stays the same for the same address.)
-    const bool nobody_listens =
-        established.type == RDMA_CM_EVENT_REJECTED && established.status == rdma::cm::reject_no_listener;
-    if (!nobody_listens || ms_left(deadline) < 200) {
-      throw explain(established, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), connect_step);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    rdma::cm_id_ptr next = rdma::cm::resolve(channel, server, to, opts.resolve_ms, opts.ack_timeout);
-    if (next->verbs != dev.pd->context) {
-      throw rdma::tutorial_error(connect_step + ": the address is now reached through another device");
-    }
+  // A client started before its server is rejected ("nobody listens") and
+  // tries again on a new id until --wait-ms (common/src/cm_connect.cpp);
+  // its QP moves to each new id. (The device stays the same for the same
+  // address.)
+  const rdma::cm::connect_target target{server, to, opts.resolve_ms, opts.ack_timeout};
+  const cm_event established = rdma::cm::connect(channel, id, target, param, opts.peer.wait_ms, [&](rdma_cm_id* next) {
     qp.reset();
-    id = std::move(next);
-    qp = create_qp(id.get(), dev, 2);
-  }
+    qp = create_qp(next, dev, 2);
+  });
   // The server's private data: copied out of the event before it was acked.
   const region peer = decode_region(established.private_data);
   std::printf("ESTABLISHED: %s; the server's region: %u bytes at 0x%llx, rkey 0x%x\n", describe_id(id.get()).c_str(),

@@ -8,7 +8,6 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <vector>
 
 #include "rdma_tutorial/buffer.hpp"
@@ -252,32 +251,14 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   param.private_data_len = hello_size;
   param.retry_count = 3;      // < 7, or a dead server is retried forever
   param.rnr_retry_count = 0;  // the server sends us nothing
-  const std::string connect_step = "rdma_connect(" + to + ")";
-  const auto deadline = clock::now() + std::chrono::milliseconds(opts.peer.wait_ms);
-  rdma::cm::cm_event established;
-  for (;;) {
-    rdma::check_errno(rdma_connect(id.get(), &param), connect_step);
-    established = rdma::cm::next_event(channel, rdma::cm::ms_left(deadline),
-                                       "answer to " + connect_step + " (ESTABLISHED) within --wait-ms " +
-                                           std::to_string(opts.peer.wait_ms),
-                                       "is a server running there?");
-    if (established.type == RDMA_CM_EVENT_ESTABLISHED) break;
-    // Nobody listens yet (a server started beside us may be on its way): a
-    // rejected id cannot connect again, so a new one, until --wait-ms.
-    const bool nobody_listens =
-        established.type == RDMA_CM_EVENT_REJECTED && established.status == rdma::cm::reject_no_listener;
-    if (!nobody_listens || rdma::cm::ms_left(deadline) < 200) {
-      throw rdma::cm::explain(established, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), connect_step);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    rdma::cm_id_ptr next = rdma::cm::resolve(channel, server, to, opts.resolve_ms, ack_timeout);
-    if (next->verbs != dev.pd->context) {
-      throw rdma::tutorial_error(connect_step + ": the address is now reached through another device");
-    }
-    qp.reset();
-    id = std::move(next);
-    qp = create_qp(id.get(), dev);
-  }
+  // A server started beside us may not listen yet: retried on a new id
+  // until --wait-ms, our QP moved to it (stage 07, common/src/cm_connect.cpp).
+  const rdma::cm::connect_target target{server, to, opts.resolve_ms, ack_timeout};
+  const rdma::cm::cm_event established =
+      rdma::cm::connect(channel, id, target, param, opts.peer.wait_ms, [&](rdma_cm_id* next) {
+        qp.reset();
+        qp = create_qp(next, dev);
+      });
   const grant_msg g = decode_grant(established.private_data);
   if (g.record_size != opts.record_size) {
     throw rdma::tutorial_error("the server granted slots of " + std::to_string(g.record_size) + " bytes; we write " +

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -84,5 +85,23 @@ sockaddr_in ipv4_address(const std::string& text, std::uint16_t port);
 // 4.096 us x 2^N).
 cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, std::string_view to, int resolve_ms,
                   std::optional<std::uint8_t> ack_timeout);
+
+// Where a client connects, and how each new id is resolved (as resolve()
+// takes it).
+struct connect_target {
+  sockaddr_in address{};
+  std::string name;  // "192.0.2.1:18515", for messages
+  int resolve_ms = 0;
+  std::optional<std::uint8_t> ack_timeout;
+};
+// rdma_connect on `id` (resolved, its QP made), within wait_ms: returns the
+// ESTABLISHED event (the server's private data copied out). A server started
+// beside us may not listen yet (REJECTED, reason 8): a rejected id cannot
+// connect again, so a new one is resolved, move_qp(new id) destroys the old
+// QP and creates one there, the old id is destroyed, and the connect is
+// tried again, until wait_ms. Any other answer is thrown as explain() says.
+// (src/cm_connect.cpp, so that an exercise replacing cm_events.cpp keeps it.)
+cm_event connect(rdma_event_channel* channel, cm_id_ptr& id, const connect_target& to, const rdma_conn_param& param,
+                 int wait_ms, const std::function<void(rdma_cm_id* next)>& move_qp);
 
 }  // namespace rdma::cm

@@ -95,6 +95,20 @@ TEST_CASE("the program's likely fix should be passed on, and a checker's report 
   CHECK(j.checker_report == "==12==ERROR: LeakSanitizer: detected memory leaks");
 }
 
+TEST_CASE("the likely fix passed on should be the one after the symptom, not the other peer's") {
+  const auto spec = parse_exercise_spec(source);
+  // A pair's combined output: the client's error first (its peer quit under
+  // it), then the server's, which is the symptom.
+  run_result both;
+  both.exit_code = 1;
+  both.err = "client: completion failed: IBV_WC_RETRY_EXC_ERR\n  likely fix: the peer never acknowledged\n"
+             "devices: ibv_query_port(port 0) failed (EINVAL): Invalid argument\n  likely fix: ports start at 1\n";
+  CHECK(judge(spec, both).likely_fix == "ports start at 1");
+  // No fix after the symptom: the first one there is.
+  both.err = "  likely fix: the peer never acknowledged\ndevices: ibv_query_port(port 0) failed (EINVAL)\n";
+  CHECK(judge(spec, both).likely_fix == "the peer never acknowledged");
+}
+
 TEST_CASE("the symptom should be judged still broken and quoted") {
   const auto spec = parse_exercise_spec(source);
   run_result r;

@@ -110,8 +110,18 @@ judgement judge(const exercise_spec& spec, const run_result& run) {
   if (run.timed_out) output += "\n" + hang_line(spec);
   judgement j;
   j.symptom_seen = std::regex_search(output, symptom);
+  // The fix the program gave for the symptom: the first one after it. When
+  // both peers failed, the other one's (first in the combined output, and
+  // about its own error, as a client whose server quit under it) is not it.
   static const std::regex likely_fix("^ +likely fix: (.*)$", std::regex::multiline);
-  if (std::smatch m; std::regex_search(output, m, likely_fix)) j.likely_fix = m[1];
+  std::smatch m;
+  if (std::smatch s; j.symptom_seen && std::regex_search(output, s, symptom) && s[0].second != output.cbegin() &&
+                     std::regex_search(s[0].second, output.cend(), m, likely_fix,
+                                       std::regex_constants::match_prev_avail)) {
+    j.likely_fix = m[1];
+  } else if (std::regex_search(output, m, likely_fix)) {
+    j.likely_fix = m[1];
+  }
   // ASan/LSan/UBSan reports and common/testing/memcheck.sh's summary.
   static const std::regex report(R"(ERROR: (Address|Leak)Sanitizer|runtime error: |^memcheck: )", std::regex::multiline);
   const bool reported = std::regex_search(output, report);

@@ -21,7 +21,11 @@
 //                             return address's offset in the executable, hex);
 //                             "inject NAME SITE ERRNO" when it failed one;
 //                             at exit "leak NAME SITE" per object still alive
-//                             that the program created; "end" last
+//                             that the program created, "fd N TARGET" per
+//                             descriptor it opened and left open (not one
+//                             open before main, nor librdmacm's own device
+//                             contexts, kept for the process's life); "end"
+//                             last
 //   RDMA_INJECT_FAIL=NAME@SITE  fail the first call of NAME from SITE
 //   RDMA_INJECT_ERRNO=N       the errno it fails with (default EIO)
 //   RDMA_INJECT_WR=imm=VALUE@N   a hostile peer: the N-th work request that
@@ -38,10 +42,12 @@
 // alive, as a real one would: the program can only report it, and the exit
 // report lists the object (and whatever it kept busy) as left behind.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <link.h>
 #include <rdma/rdma_cma.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -102,6 +108,7 @@ struct shim_state {
   std::map<const void*, std::pair<const char*, std::uintptr_t>> alive;  // object -> (creating call, site)
   ibv_context_ops real_ops{};  // the provider's, saved from the first context
   bool have_ops = false;
+  std::set<int> library_fds;  // the descriptors of contexts librdmacm opened for itself
 
   shim_state() {
     if (const char* path = std::getenv("RDMA_INJECT_LOG"); path != nullptr && *path != '\0') {
@@ -136,6 +143,27 @@ shim_state& state() {
   static shim_state* s = new shim_state;  // never destroyed: reached from exit-time code
   return *s;
 }
+
+// The process's open descriptors (but the one that lists them).
+std::set<int> open_fds() {
+  std::set<int> fds;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return fds;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') fds.insert(std::atoi(e->d_name));
+  }
+  fds.erase(dirfd(dir));
+  closedir(dir);
+  return fds;
+}
+
+// What was open before main (the streams, whatever the parent passed on):
+// not the program's to close.
+std::set<int>& fds_at_start() {
+  static auto* fds = new std::set<int>;  // never destroyed: read at exit
+  return *fds;
+}
+__attribute__((constructor)) void note_fds_at_start() { fds_at_start() = open_fds(); }
 
 // Where the program called from, or 0 when the caller is not the program.
 std::uintptr_t site_of(void* return_address) {
@@ -314,6 +342,14 @@ __attribute__((destructor)) void report_at_exit() {
   std::lock_guard<std::mutex> guard(s.lock);
   if (s.log == nullptr) return;
   for (const auto& [object, origin] : s.alive) std::fprintf(s.log, "leak %s %zx\n", origin.first, origin.second);
+  for (const int fd : open_fds()) {
+    if (fds_at_start().count(fd) != 0 || s.library_fds.count(fd) != 0 || fd == fileno(s.log)) continue;
+    char target[256] = "?";
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+    if (n > 0) target[n] = '\0';
+    std::fprintf(s.log, "fd %d %s\n", fd, target);
+  }
   std::fprintf(s.log, "end\n");
   std::fflush(s.log);
 }
@@ -392,6 +428,12 @@ ibv_context* ibv_open_device(ibv_device* device) {
   }
   ibv_context* ctx = real_ibv_open_device(device);
   if (ctx != nullptr) wrap_ops(ctx);
+  if (ctx != nullptr && site == 0) {
+    // librdmacm's: it keeps each device it opened until the process ends.
+    shim_state& s = state();
+    std::lock_guard<std::mutex> guard(s.lock);
+    s.library_fds.insert({ctx->cmd_fd, ctx->async_fd});
+  }
   created(ctx, "ibv_open_device", site);
   return ctx;
 }

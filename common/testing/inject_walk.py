@@ -11,8 +11,10 @@ the same scenario runs again with that site's first call failing (EIO unless
   named call    a line of its stderr names the call and the errno (EIO)
   nothing leaked  LeakSanitizer found nothing (the program is the ASan twin),
                 the shim saw every verbs/rdma_cm object the program made
-                released before exit, and `rdma resource show` counts the
-                same objects after the walk as before it
+                released before exit and no descriptor it opened (socket,
+                event channel, completion channel, device) still open, and
+                `rdma resource show` counts the same objects after the walk
+                as before it
 
 A failed release (destroy, dealloc, dereg, close) leaves its object
 alive, as a real failure would: there the program must name the call and exit
@@ -29,6 +31,11 @@ exit 1 naming the call, the errno and the memlock limit, nothing leaked.
 
 A server (it serves several clients in 06 and 09) may take a failure for one
 client's sake, name it, and go on (exit 0): the report says so ("went on").
+
+A site the first run reached that --attempts reruns do not reach again is a
+failure, unless the last rerun of that role ended well (exit 0, nothing left
+behind) without it: then it is on a path only some timings take, and the
+report says so instead of judging it.
 
 Prints one report line per call site and a summary; exits 1 when a site
 fails a check, 77 (skip) when there is no RDMA device.
@@ -62,6 +69,13 @@ CANNOT_FAIL = {
                          "no kernel call (an unacked event makes rdma_destroy_id wait forever)",
 }
 RELEASES = re.compile(r"(destroy|dealloc|dereg|close_device)")
+
+
+def left_behind(lines):
+    """What the shim's exit report lists as still alive: objects ("ibv_create_qp 1a2b") and
+    descriptors ("descriptor 5 socket:[1234]")."""
+    return ([l[5:] for l in lines if l.startswith("leak ")] +
+            ["descriptor " + l[3:] for l in lines if l.startswith("fd ")])
 SANITIZER_EXITS = {86: "AddressSanitizer report", 87: "LeakSanitizer: leaks", 88: "UBSan report"}
 
 
@@ -218,7 +232,7 @@ class Walk:
         errno_name = "" if name == "ibv_poll_cq" else self.opts.errno_name
         if not any(spoken in l and errno_name in l for l in stderr.splitlines()):
             problems.append(f"no line names {spoken} and {errno_name}")
-        leaks = [l[5:] for l in lines if l.startswith("leak ")]
+        leaks = left_behind(lines)
         if leaks and not release:
             problems.append("not released: " + ", ".join(leaks))
         if "end" not in lines:
@@ -236,11 +250,14 @@ class Walk:
             if code != 0:
                 print(f"the {role.name}'s run without injection failed (exit {code}):\n{stderr}")
                 return 1
+            if left_behind(lines):
+                print(f"the {role.name}'s run without injection left behind: {', '.join(left_behind(lines))}")
+                return 1
             for l in lines:
                 if l.startswith("call "):
                     _, name, site = l.split()
                     sites.append((role.name, name, site))
-        failed = 0
+        failed = timing = 0
         for n, (role, name, site) in enumerate(sites):
             if name in CANNOT_FAIL:
                 print(f"{role:6} {name} at {describe_site(self.opts.program, site)}: not failed: {CANNOT_FAIL[name]}")
@@ -254,8 +271,19 @@ class Walk:
             where = describe_site(self.opts.program, site)
             label = f"{role:6} {SPOKEN.get(name, name)} at {where}"
             if verdict is None:
-                print(f"{label}: not reached again in {self.opts.attempts} runs (a timing-dependent path)")
-                failed += 1
+                code, _, lines, _ = result[role]
+                if code == 0 and "end" in lines and not left_behind(lines):
+                    # Every rerun went its whole way and ended well without
+                    # this site: a path only some timings take (07's server
+                    # seeing the client's DISCONNECTED before its notice's
+                    # completion, on a loaded machine). Idle runs never list it.
+                    print(f"{label}: reached in the first run only; {self.opts.attempts} more ended well without it "
+                          "(a path only some timings take): not judged")
+                    timing += 1
+                else:
+                    print(f"{label}: not reached again in {self.opts.attempts} runs, and the last one ended "
+                          f"with exit {code}")
+                    failed += 1
             elif verdict:
                 print(f"{label}: FAILED: {'; '.join(verdict)}")
                 print("    its stderr: " + " / ".join(result[role][1].strip().splitlines()[:4]))
@@ -265,7 +293,8 @@ class Walk:
                 code = result[role][0]
                 text = result[role][1] + result[role][3]
                 line = next(l for l in text.splitlines() if SPOKEN.get(name, name) in l)
-                left = [l.split()[1] for l in result[role][2] if l.startswith("leak ")]
+                left = [what if what.startswith("descriptor ") else what.split()[0]
+                        for what in left_behind(result[role][2])]
                 if RELEASES.search(name):
                     what = "left to the kernel at exit: " + (", ".join(left) or "nothing")
                     print(f"{label}: exit 1, named call; a failed release, {what} | {line.strip()[:150]}")
@@ -285,7 +314,7 @@ class Walk:
                 problems.append(f"no line names {errno_name}")
             if "memlock" not in stderr.lower():
                 problems.append("no line names the memlock limit")
-            leaks = [l[5:] for l in lines if l.startswith("leak ")]
+            leaks = left_behind(lines)
             if leaks or "end" not in lines:
                 problems.append("not released: " + ", ".join(leaks) if leaks else "no exit report")
             label = f"{role.name:6} memlock limit {limit} byte{'s' if limit != '1' else ''}, no CAP_IPC_LOCK"
@@ -303,8 +332,9 @@ class Walk:
         else:
             print(f"rdma resource show, before and after the walk: {before}")
         skipped = sum(1 for _, name, _ in sites if name in CANNOT_FAIL)
-        print(f"{len(sites)} call sites: {len(sites) - failed - skipped} clean, {failed} not, "
-              f"{skipped} not failed (they cannot fail)")
+        print(f"{len(sites)} call sites: {len(sites) - failed - skipped - timing} clean, {failed} not, "
+              f"{skipped} not failed (they cannot fail)" +
+              (f", {timing} reached only by the first run's timing" if timing else ""))
         if memlock_runs:
             print(f"{len(memlock_runs)} memlock runs: {len(memlock_runs) - memlock_failed} clean, {memlock_failed} not")
         return 1 if failed or memlock_failed else 0

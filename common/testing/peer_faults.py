@@ -3,7 +3,7 @@
 
   peer_faults.py --program TWIN --peer-program PLAIN --server 'ARGS'
                  --client 'ARGS' --stream 'ARGS' [--tcp-handshake]
-                 [--shim librdma_inject.so --hostile 'SPEC|REGEX' ...]
+                 [--shim librdma_inject.so] [--hostile 'SPEC|REGEX' ...]
 
 TWIN is the stage's program under ASan+UBSan: it plays the role being
 judged, so a leak or a bad access on the way out fails the run. PLAIN plays
@@ -35,6 +35,11 @@ client adds to stream until it is stopped.
                it reads the slot: exit 1, or (several clients) drop that
                client; ended within BOUND, rdma resource show as before.
 
+With --shim, the judged role also runs with the injection shim in front,
+failing nothing: a role that ended on its own must have released every verbs
+and rdma_cm object it made and closed every descriptor it opened (the
+shim's exit report), besides LeakSanitizer's check of its memory.
+
 Exit 0 when every case passed, 1 otherwise, 77 with no RDMA device.
 """
 
@@ -52,7 +57,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # the source tree is read-only in the guest
-from inject_walk import SANITIZER_EXITS, has_device, rdma_ipv4, rdma_resources  # noqa: E402
+from inject_walk import SANITIZER_EXITS, has_device, left_behind, rdma_ipv4, rdma_resources  # noqa: E402
 
 BOUND = 30  # seconds from the fault to the judged role's exit
 TIME_SCALE = float(os.environ.get("RDMA_TUTORIAL_TIME_SCALE", "1"))
@@ -61,13 +66,33 @@ SILENT_ON_SUBNET = "203.0.113.99"  # scripts/rxe_vm.sh's dummy1 is 203.0.113.1/2
 
 
 class Role:
-    """One program run, its output in files (a pipe nobody reads would stall it)."""
+    """One program run, its output in files (a pipe nobody reads would stall it). With `shim`
+    (a judged role), the injection shim rides along without failing anything: its exit report
+    lists any verbs object or descriptor the program left open."""
 
-    def __init__(self, argv, tag, workdir, env=None):
+    def __init__(self, argv, tag, workdir, env=None, shim=None):
         self.out_path = os.path.join(workdir, tag + ".out")
         self.err_path = os.path.join(workdir, tag + ".err")
+        self.report_path = None
+        if shim is not None:
+            self.report_path = os.path.join(workdir, tag + ".shim")
+            env = dict(env or os.environ, LD_PRELOAD=shim, RDMA_INJECT_LOG=self.report_path)
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"  # the shim comes first
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True, env=env)
+
+    def left_open(self):
+        """What the shim's exit report lists as never released, once the run ended on its own."""
+        if self.report_path is None:
+            return []
+        lines = []
+        if os.path.exists(self.report_path):
+            with open(self.report_path) as report:
+                lines = report.read().splitlines()
+        if "end" not in lines:
+            return ["the shim's exit report is missing (did the program end normally?)"]
+        left = left_behind(lines)
+        return ["not released: " + ", ".join(left)] if left else []
 
     def output(self):
         with open(self.out_path, errors="replace") as out, open(self.err_path, errors="replace") as err:
@@ -149,18 +174,25 @@ class Faults:
         ok = wait_until(lambda: rdma_resources() == before, 10 * TIME_SCALE, 0.2)
         return [] if ok else [f"rdma resource show: before {before}, after {rdma_resources()}"]
 
+    def role(self, argv, tag, env=None):
+        """A program run; the judged program (--program) with the shim's exit report (--shim)."""
+        return Role(argv, tag, self.workdir, env, self.opts.shim if argv[0] == self.opts.program else None)
+
     def start_server(self, program, tag, extra=()):
         """The server on a port of its own, and the problem if it never said it listens."""
         self.port += 1
-        server = Role([program] + self.args(self.opts.server) + list(extra), tag + "_server", self.workdir)
+        server = self.role([program] + self.args(self.opts.server) + list(extra), tag + "_server")
         listening = wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
                                20 * TIME_SCALE)
         return server, [] if listening else ["the server never said it was listening"]
 
     def conclude(self, what, problems, detail, before, roles):
-        """Ends what still runs; a case that passed must also leave the kernel's objects as it found them."""
+        """Ends what still runs; a case that passed must also leave the kernel's objects as it found
+        them, and a judged role that ended on its own nothing open."""
         for role in roles:
             if role is not None:
+                if role.proc.poll() is not None:
+                    problems += role.left_open()
                 role.stop()
         if not problems:
             problems = self.resources_back(before)
@@ -180,8 +212,8 @@ class Faults:
         client, detail = None, ""
         try:
             if not problems:
-                client = Role([client_program] + self.args(o.client) + shlex.split(o.stream),
-                              f"killed_{victim}_client", self.workdir)
+                client = self.role([client_program] + self.args(o.client) + shlex.split(o.stream),
+                                   f"killed_{victim}_client")
                 pids = {server.proc.pid, client.proc.pid}
                 streaming = wait_until(lambda: qps_in_rts(pids) == pids or client.proc.poll() is not None,
                                        30 * TIME_SCALE, 0.1)
@@ -215,7 +247,7 @@ class Faults:
         args = self.args(self.opts.client)
         args[args.index("-s") + 1] = address
         started = time.monotonic()
-        client = Role([self.opts.program] + args, "unreachable_" + address, self.workdir)
+        client = self.role([self.opts.program] + args, "unreachable_" + address)
         code = client.wait(BOUND * TIME_SCALE)
         took = time.monotonic() - started
         out, err = client.output()
@@ -248,7 +280,7 @@ class Faults:
                 args[args.index("-p") + 1] = str(self.port + 1000)
                 before = rdma_resources()
                 started = time.monotonic()
-                client = Role([self.opts.program] + args, "hostile_server_" + case.replace(" ", "_"), self.workdir)
+                client = self.role([self.opts.program] + args, "hostile_server_" + case.replace(" ", "_"))
                 problems = []
                 try:
                     conn, _ = listener.accept()
@@ -307,8 +339,7 @@ class Faults:
         try:
             if not problems:
                 env = dict(os.environ, LD_PRELOAD=self.opts.shim, RDMA_INJECT_WR=spec, RDMA_INJECT_LOG=log)
-                client = Role([self.opts.peer_program] + self.args(self.opts.client), tag + "_client", self.workdir,
-                              env)
+                client = self.role([self.opts.peer_program] + self.args(self.opts.client), tag + "_client", env)
                 started = time.monotonic()
                 code = server.wait(BOUND * TIME_SCALE)
                 took = time.monotonic() - started
@@ -373,7 +404,7 @@ def main():
     p.add_argument("--client", required=True)
     p.add_argument("--stream", required=True)
     p.add_argument("--tcp-handshake", action="store_true")
-    p.add_argument("--shim", help="librdma_inject.so, for --hostile")
+    p.add_argument("--shim", help="librdma_inject.so: for --hostile, and on the judged role, for what it left open")
     p.add_argument("--hostile", action="append", default=[],
                    help="'SPEC|REGEX': the client's first record turned hostile by RDMA_INJECT_WR=SPEC; the server "
                         "must refuse it with a line matching REGEX")

@@ -31,6 +31,7 @@
 #include "pool.hpp"
 #include "protocol.hpp"
 #include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/qp.hpp"  // wire_ack_timeout
 
 namespace stage09 {
 

@@ -58,10 +58,10 @@ beside_names=(inject faults docs)
 beside_suites=()
 for suite in "${beside_names[@]}"; do beside_suites+=(--suite "$suite"); done
 # Each guest's limit is about three times what its suites took in a clean-clone
-# run on an idle machine (device 28, beside 25, pair 2.5 minutes before the
-# memcheck pair run): a loaded machine stretches every test (two CPU hogs
-# and other guests beside took the device guest past 40 minutes), and a
-# guest killed at its limit loses every result it had.
+# run on an idle machine (device 28, beside 25 minutes; the pair 8, with its
+# memcheck runs): a loaded machine stretches every test (with two CPU hogs
+# beside, the device guest's tests took 47 minutes), and a guest killed at
+# its limit loses every result it had.
 # After the host suites, whose builds want both cores (measured: started
 # before them, the guest beside stretched them from 6.7 to 11.4 minutes, and
 # the device guest hardly noticed it).

@@ -58,6 +58,14 @@ struct qp_params {
                                      // 1 the shortest (0.01 ms), 0 the longest (655.36 ms)
 };
 
+// The ACK timeout of the stages whose peers may sit across the two-guest
+// wire (06, 08, 09), in place of qp_params' 14: 16 is 268 ms a try
+// (4.096 us x 2^16). At 67 ms a try, 06's credit writes across the wire
+// (23 ms each way) and 08's Sends with both guests starved (memcheck, CPU
+// hogs beside) failed with IBV_WC_RETRY_EXC_ERR. A dead peer is still found
+// within about a second (retry_cnt 3: four tries).
+inline constexpr std::uint8_t wire_ack_timeout = 16;
+
 // transitions.cpp ------------------------------------------------------------
 
 // The bits an RC QP must pass for a forward step, from the one table in

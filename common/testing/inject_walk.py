@@ -138,6 +138,14 @@ def describe_site(program, site, cache={}):
     return text
 
 
+def shim_env(shim, log, base=None, **extra):
+    """The environment of a run with the injection shim preloaded (its log and exit report
+    going to `log`), on top of `base` (this process's environment unless given) and `extra`."""
+    env = dict(os.environ if base is None else base, LD_PRELOAD=shim, RDMA_INJECT_LOG=log, **extra)
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"  # the shim comes first
+    return env
+
+
 class Walk:
     def __init__(self, opts):
         self.opts = opts
@@ -149,17 +157,12 @@ class Walk:
             self.roles = [Role("server", fill(opts.server)), Role("client", fill(opts.client))]
 
     def env_for(self, role, log, fail):
-        env = dict(os.environ)
-        env["LD_PRELOAD"] = self.opts.shim
-        env["RDMA_INJECT_LOG"] = log
-        env["RDMA_INJECT_ERRNO"] = str(self.opts.errno)
+        env = shim_env(self.opts.shim, log, RDMA_INJECT_ERRNO=str(self.opts.errno))
         env.pop("RDMA_INJECT_FAIL", None)
-        asan = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"  # the shim comes first
         if fail is not None and fail[0] == role.name:
             env["RDMA_INJECT_FAIL"] = fail[1]
             if RELEASES.search(fail[1].split("@")[0]):
-                asan += ":detect_leaks=0"  # its object stays, by design
-        env["ASAN_OPTIONS"] = asan
+                env["ASAN_OPTIONS"] += ":detect_leaks=0"  # its object stays, by design
         return env
 
     def run(self, tag, fail=None, memlock=None, limit="1"):

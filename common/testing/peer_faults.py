@@ -57,7 +57,7 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # the source tree is read-only in the guest
-from inject_walk import SANITIZER_EXITS, has_device, left_behind, rdma_ipv4, rdma_resources  # noqa: E402
+from inject_walk import SANITIZER_EXITS, has_device, left_behind, rdma_ipv4, rdma_resources, shim_env  # noqa: E402
 
 BOUND = 30  # seconds from the fault to the judged role's exit
 TIME_SCALE = float(os.environ.get("RDMA_TUTORIAL_TIME_SCALE", "1"))
@@ -76,8 +76,7 @@ class Role:
         self.report_path = None
         if shim is not None:
             self.report_path = os.path.join(workdir, tag + ".shim")
-            env = dict(env or os.environ, LD_PRELOAD=shim, RDMA_INJECT_LOG=self.report_path)
-            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"  # the shim comes first
+            env = shim_env(shim, self.report_path, env)
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True, env=env)
 
@@ -338,7 +337,7 @@ class Faults:
         client, detail = None, ""
         try:
             if not problems:
-                env = dict(os.environ, LD_PRELOAD=self.opts.shim, RDMA_INJECT_WR=spec, RDMA_INJECT_LOG=log)
+                env = shim_env(self.opts.shim, log, RDMA_INJECT_WR=spec)
                 client = self.role([self.opts.peer_program] + self.args(self.opts.client), tag + "_client", env)
                 started = time.monotonic()
                 code = server.wait(BOUND * TIME_SCALE)

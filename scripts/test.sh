@@ -6,9 +6,9 @@
 # exercise, sanitize, valgrind, inject, faults, docs) on a native
 # Soft-RoCE/RDMA port if there is one, else inside throwaway Soft-RoCE guests
 # (inject, faults and docs in a second, one-CPU guest that starts after the
-# host suites and runs beside the device guest: a TCG guest running serial
-# tests keeps about one of two cores busy), and the pair suite (two-peer
-# stages across two hosts) in a pair of guests that follow the one beside.
+# host suites and runs beside the device guest and the pair: a TCG guest
+# running serial tests keeps about one of two cores busy), and the pair suite
+# (two-peer stages across two hosts) in a pair of guests.
 # Ends with one line "N passed, N failed, N skipped"; exits non-zero on any
 # failure.
 #
@@ -65,21 +65,11 @@ for suite in "${beside_names[@]}"; do beside_suites+=(--suite "$suite"); done
 # After the host suites, whose builds want both cores (measured: started
 # before them, the guest beside stretched them from 6.7 to 11.4 minutes, and
 # the device guest hardly noticed it).
-# The pair's two one-CPU guests boot once the guest beside is done, while
-# the device guest (about 4 minutes longer than the guest beside, idle or
-# loaded) still runs: they fill that gap instead of following it.
-pair_in_guests() {
-  scripts/rxe_vm.sh --pair --timeout 2400 -- \
-    meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
-}
 if ! have_active_port && guest_available; then
-  echo "== ${beside_names[*]}, then the pair suite: in a one-CPU guest beside the device suites, then two (output at the end)"
-  {
-    scripts/rxe_vm.sh --cpus 1 --timeout 4800 -- \
-      meson test -C "$build" --no-rebuild --print-errorlogs --logbase beside "${beside_suites[@]}"
-    echo "== pair suite: two Soft-RoCE guests on a virtual wire"
-    pair_in_guests
-  } >"$logs/beside.out" 2>&1 &
+  echo "== ${beside_names[*]}: in a one-CPU guest beside the device suites (output at the end)"
+  scripts/rxe_vm.sh --cpus 1 --timeout 4800 -- \
+    meson test -C "$build" --no-rebuild --print-errorlogs --logbase beside "${beside_suites[@]}" \
+    >"$logs/beside.out" 2>&1 &
   beside_pid=$!
   runs+=(beside)
 else
@@ -104,18 +94,20 @@ else
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase device "${device_suites[@]}"
 fi
 
-# Two hosts: the two-peer stages across a pair of guests on a virtual wire
-# (after the guest beside, when there is one).
+# Two hosts: the two-peer stages across a pair of guests on a virtual wire.
 runs+=(pair)
-if [[ -n $beside_pid ]]; then
-  wait "$beside_pid"
-  echo "== ${beside_names[*]}, then the pair suite: the guests beside"
-  cat "$logs/beside.out"
-elif guest_available; then
+if guest_available; then
   echo "== pair suite: two Soft-RoCE guests on a virtual wire"
-  pair_in_guests
+  scripts/rxe_vm.sh --pair --timeout 2400 -- \
+    meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
 else
   meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
+fi
+
+if [[ -n $beside_pid ]]; then
+  wait "$beside_pid"
+  echo "== ${beside_names[*]}: the guest beside"
+  cat "$logs/beside.out"
 fi
 
 # Count what meson recorded, per test, in every run, plus this script's checks.

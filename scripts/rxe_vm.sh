@@ -36,7 +36,8 @@ Options:
   --share DIR         also make DIR writable inside the guest (repeatable)
   --memory MIB        guest memory (default 2048)
   --cpus N            guest CPUs (default: this machine's, at most 4; 1 for
-                      a guest that runs beside another)
+                      a guest that runs beside another); with --pair, the
+                      first guest's (default 1; the peer always has 1)
   --kernel VERSION    kernel to boot (default: newest installed one with rdma_rxe.ko)
   --no-rxe            boot with dummy0 (192.0.2.1/24) but no rxe0 link: for testing
                       what programs and scripts do when there is no RDMA device
@@ -312,7 +313,7 @@ if [[ $pair == 1 ]]; then
     kill -0 "$peer_pid" 2>/dev/null || die "the peer guest stopped before its end of the wire was up; its console said: $(tail -n 5 "$work/peer_console.log" 2>/dev/null)"
     sleep 0.1
   done
-  start_guest job.sh "$work/console.log" stdio 1 \
+  start_guest job.sh "$work/console.log" stdio "${cpus:-1}" \
     -netdev "socket,id=wire,connect=127.0.0.1:$port" -device "virtio-net-pci,netdev=wire,mac=52:54:00:00:00:01"
 else
   start_guest job.sh "$work/console.log" stdio "${cpus:-$(nproc | awk '{print ($1 > 4) ? 4 : $1}')}" -nic none

@@ -118,7 +118,7 @@ TEST_CASE("a write larger than the server's region should be refused by the clie
 }
 
 TEST_CASE("a silent client should be rejected within --wait-ms, naming how much of the handshake came") {
-  auto s = rdma::testing::start({peer_program(), "--wait-ms", peer_wait_ms(2s)});
+  auto s = rdma::testing::start({peer_program(), "--wait-ms", rdma::testing::silent_peer_wait_ms(2s)});
   const rdma::tcp::socket sock = hostile_client(*s);
   const auto r = s->wait(rdma::testing::scaled(30s));
   INFO(describe(r));

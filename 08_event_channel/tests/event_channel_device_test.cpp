@@ -134,7 +134,7 @@ TEST_CASE("a burst of 8 armed for every completion should be taken whole, howeve
 TEST_CASE("a server whose client never sends should give up at --wait-ms, woken by the timer in its poll()") {
   // A client that shakes hands over TCP and then sends nothing: its
   // endpoint names a QP that does not exist on our own GID.
-  auto server = rdma::testing::start(server_command({"--wait-ms", rdma::testing::peer_wait_ms(2s)}));
+  auto server = rdma::testing::start(server_command({"--wait-ms", rdma::testing::silent_peer_wait_ms(2s)}));
   rdma::wire::endpoint fake;
   fake.qp_num = 0xabcde;
   fake.psn = 0x123;

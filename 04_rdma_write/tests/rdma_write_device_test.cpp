@@ -22,7 +22,6 @@ using rdma::testing::describe;
 using rdma::testing::first_match;
 using rdma::testing::has_line;
 using rdma::testing::peer_program;
-using rdma::testing::peer_wait_ms;
 using rdma::testing::run;
 using rdma::testing::run_pair;
 using rdma::testing::server_command;

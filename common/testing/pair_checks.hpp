@@ -27,8 +27,7 @@ inline std::string peer_wait_ms(std::chrono::milliseconds ms) { return std::to_s
 // still sits out the whole wait before it fails, and under memcheck a
 // 2 s wait stretched to 40 s was most of the test's run.
 inline std::string silent_peer_wait_ms(std::chrono::milliseconds ms) {
-  using namespace std::chrono_literals;
-  return std::to_string(std::min(scaled(ms), std::max(ms, std::chrono::milliseconds(5s))).count());
+  return std::to_string(std::min(scaled(ms), std::max(ms, std::chrono::milliseconds(5000))).count());
 }
 
 // The server's and the client's command lines: the program with bounded

@@ -13,7 +13,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
                              "into it with RDMA Write.");
   parser.add_device_options(out.device);
   parser.add_peer_options(out.peer);
-  parser.add(0, "size", "BYTES", "server: the payload capacity; client: bytes per write (default 4096)",
+  parser.add(0, "size", "BYTES", "server: the payload capacity, rounded up to 8; client: bytes per write (default 4096)",
              [&](std::string_view v) {
                out.size = static_cast<std::uint32_t>(rdma::parse_integer(v, "--size", 1, 1 << 26));
              });
@@ -38,9 +38,21 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) {
                out.cq_mod = static_cast<std::uint32_t>(rdma::parse_integer(v, "--cq-mod", 1, 4096));
              });
+  parser.add(0, "hostile", "KIND",
+             "client: lie in the handshake on purpose: psn-behind (send from a PSN behind the one we tell) or "
+             "other-qpn (tell a QPN not ours)",
+             [&](std::string_view v) {
+               if (v == "psn-behind") {
+                 out.hostile = hostile_kind::psn_behind;
+               } else if (v == "other-qpn") {
+                 out.hostile = hostile_kind::other_qpn;
+               } else {
+                 throw rdma::usage_error("--hostile takes 'psn-behind' or 'other-qpn', got '" + std::string(v) + "'");
+               }
+             });
   if (!parser.parse(argc, argv)) return false;
 
-  parser.check_roles(out.peer, {"iters", "tx-depth", "cq-mod"});
+  parser.check_roles(out.peer, {"iters", "tx-depth", "cq-mod", "hostile"});
   // perftest's rule: never more signaled writes apart than fit in flight.
   if (out.cq_mod > out.tx_depth) {
     if (parser.given("cq-mod")) throw rdma::usage_error("--cq-mod must not exceed --tx-depth");

@@ -24,8 +24,9 @@
 //
 // ---> is TCP, ===> is RDMA on the QP. The endpoint message is
 // common/include/rdma_tutorial/wire.hpp; the notice is below. The landing
-// region is the payload's capacity (the server's --size) plus the 8-byte
-// flag word; the server's advertised length covers both.
+// region is the payload's capacity (the server's --size, rounded up to a
+// multiple of 8) plus the 8-byte flag word; the server's advertised length
+// covers both, so the flag word is the region's last 8 bytes.
 #pragma once
 
 #include <array>
@@ -60,6 +61,17 @@ inline std::array<std::byte, notice_size> encode_notice(const notice& n) {
 
 inline notice decode_notice(std::span<const std::byte, notice_size> in) {
   return {rdma::wire::load_be32(&in[0]), rdma::wire::load_be32(&in[4])};
+}
+
+// Where the flag word starts: --size rounded up to a multiple of 8. The
+// region starts on a page, so the word is 8-byte aligned, which
+// std::atomic_ref<std::uint64_t> requires and which the flag rests on: the
+// server sees the word whole only if the device stores it, and the server
+// loads it, as one aligned 8-byte access. The verbs promise neither; an
+// aligned word is one store in practice, a word across a cache line may be
+// seen half-written.
+inline constexpr std::uint32_t payload_capacity(std::uint32_t size) {
+  return (size + (notice_size - 1)) / notice_size * notice_size;
 }
 
 // What the client writes, so the server can tell it arrived whole: this

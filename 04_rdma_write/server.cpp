@@ -17,6 +17,12 @@ namespace stage04 {
 
 namespace {
 
+// A client silent for --wait-ms after our endpoint. Its writes leave no
+// trace here, so one still streaming (--iters) looks the same.
+constexpr std::string_view silent_client_hint =
+    "an RDMA Write leaves no trace at its target, so a client still writing looks the same as a silent one: "
+    "give the server a --wait-ms longer than the client's writes take, or see the client's output";
+
 // --notify send: the notice arrives as a Send into the posted Recv. The
 // write before it made no completion here; the Recv is the first and only
 // one, and RC delivers the Send after the write's data is in place.
@@ -25,7 +31,8 @@ notice wait_for_send(const rdma::rdma_device& dev, const rdma::tcp::socket& clie
   std::printf("waiting for the notice: a Send (polling the CQ)\n");
   ibv_wc wc{};
   rdma::wait_while_connected(client, "the client", "its notice", wait_ms,
-                             [&] { return rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1; });
+                             [&] { return rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1; },
+                             rdma::waiting::backs_off, silent_client_hint);
   rdma::check_wc(wc);
   std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
   if (wc.opcode != IBV_WC_RECV || wc.byte_len != notice_size) {
@@ -45,7 +52,8 @@ notice wait_for_flag(const rdma::rdma_device& dev, const rdma::tcp::socket& clie
   std::printf("waiting for the notice: the flag word (polling memory)\n");
   std::atomic_ref<std::uint64_t> flag(*reinterpret_cast<std::uint64_t*>(flag_word));
   rdma::wait_while_connected(client, "the client", "its notice", wait_ms,
-                             [&] { return flag.load(std::memory_order_acquire) != 0; });
+                             [&] { return flag.load(std::memory_order_acquire) != 0; }, rdma::waiting::backs_off,
+                             silent_client_hint);
   std::array<std::byte, notice_size> bytes{};
   std::memcpy(bytes.data(), flag_word, notice_size);
   const notice n = decode_notice(bytes);
@@ -62,8 +70,9 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   // The landing region: the one piece of this process the client may touch.
   // REMOTE_WRITE lets it write there (LOCAL_WRITE must come with it); no
   // REMOTE_READ, and nothing else is registered with a remote flag. Its
-  // last 8 bytes are the flag word of --notify flag.
-  const std::uint32_t capacity = opts.size;
+  // last 8 bytes are the flag word of --notify flag, at an 8-byte boundary
+  // (protocol.hpp, payload_capacity).
+  const std::uint32_t capacity = payload_capacity(opts.size);
   const rdma::registered_buffer landing(dev.pd.get(), capacity + notice_size,
                                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "landing region");
   // Where a Send's notice lands: local access only.
@@ -103,10 +112,10 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.peer.wait_ms));
   std::printf("sent our endpoint: the client may write now\n");
 
-  // The client may write for a long time (throughput mode) before its
-  // notice; the bound is --accept-ms, and a client that leaves ends it early.
-  const notice n = opts.notify == notify_by::send ? wait_for_send(dev, client, notice_buf, opts.peer.accept_ms)
-                                                   : wait_for_flag(dev, client, landing.data() + capacity, opts.peer.accept_ms);
+  // The notice must come within --wait-ms (a client that leaves ends the
+  // wait at once): our only sign of a client that went silent.
+  const notice n = opts.notify == notify_by::send ? wait_for_send(dev, client, notice_buf, opts.peer.wait_ms)
+                                                   : wait_for_flag(dev, client, landing.data() + capacity, opts.peer.wait_ms);
   // The notice comes from the peer: check it before reading what it points at.
   if (n.bytes == 0 || n.bytes > capacity || n.writes == 0) {
     throw rdma::tutorial_error("the notice says " + std::to_string(n.bytes) + " bytes, " + std::to_string(n.writes) +

@@ -32,6 +32,15 @@ namespace stage04 {
 
 enum class notify_by { send, flag };
 
+// --hostile: the client lies in its half of the handshake, to show what the
+// server has to take on trust (docs/04-rdma-write.md, "What the handshake
+// is trusted for").
+enum class hostile_kind {
+  none,
+  psn_behind,  // tells a first PSN 256 past the one it sends from
+  other_qpn,   // tells a QPN 256 past its own
+};
+
 // options.cpp
 struct options {
   rdma::device_options device;
@@ -41,6 +50,7 @@ struct options {
   std::uint32_t tx_depth = 128;     // writes in flight at most (perftest's default)
   std::uint32_t cq_mod = 100;       // signal one write in cq_mod (perftest's default)
   notify_by notify = notify_by::send;
+  hostile_kind hostile = hostile_kind::none;  // client: a lie in the handshake, on purpose
 };
 
 // Returns false after --help. Throws rdma::usage_error on a bad command line.

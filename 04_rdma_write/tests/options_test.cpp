@@ -57,6 +57,8 @@ TEST_CASE("values that make no sense should be usage errors naming the option") 
   CHECK(usage_error_of({"--bind", "example.org"}) == "--bind expects an IPv4 address, got 'example.org'");
   CHECK(usage_error_of({"--notify", "irq"}) == "--notify takes 'send' or 'flag', got 'irq'");
   CHECK(usage_error_of({"--iters", "10"}) == "--iters is for the client (with -s ADDR)");
+  CHECK(usage_error_of({"-s", "h", "--hostile", "lie"}) == "--hostile takes 'psn-behind' or 'other-qpn', got 'lie'");
+  CHECK(usage_error_of({"--hostile", "other-qpn"}) == "--hostile is for the client (with -s ADDR)");
   CHECK(usage_error_of({"-s", "h", "--bind", "192.0.2.1"}) == "--bind is for the server (without -s)");
   CHECK(usage_error_of({"-s", "h", "--tx-depth", "8", "--cq-mod", "9"}) == "--cq-mod must not exceed --tx-depth");
   CHECK(usage_error_of({"-s", ""}) == "--server needs an address");
@@ -69,6 +71,15 @@ TEST_CASE("the notice should round-trip big-endian and never be zero when writte
   const auto n = stage04::decode_notice(bytes);
   CHECK(n.bytes == 4096);
   CHECK(n.writes == 3);
+}
+
+TEST_CASE("the flag word should start at --size rounded up to 8 bytes") {
+  CHECK(stage04::payload_capacity(1) == 8);
+  CHECK(stage04::payload_capacity(8) == 8);
+  CHECK(stage04::payload_capacity(61) == 64);
+  CHECK(stage04::payload_capacity(100) == 104);
+  CHECK(stage04::payload_capacity(4096) == 4096);
+  CHECK(stage04::payload_capacity(1 << 26) == (1u << 26));
 }
 
 TEST_CASE("the payload should start with its text and its checksum should see every byte") {

@@ -7,6 +7,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <regex>
 #include <string>
 
@@ -21,6 +24,7 @@ using rdma::testing::client_command;
 using rdma::testing::describe;
 using rdma::testing::first_match;
 using rdma::testing::has_line;
+using rdma::testing::hostile_client;
 using rdma::testing::peer_program;
 using rdma::testing::run;
 using rdma::testing::run_pair;
@@ -40,18 +44,18 @@ void check_exchange(const rdma::testing::pair_result& r) {
   CHECK(has_line(r.server.out, "^the client closed the connection; releasing the region$"));
 }
 
-// A test socket that connects to the server as a client would, retrying
-// while the server starts. If it never gets in, the server's own output
-// says why (it is ended and collected for the message).
-rdma::tcp::socket hostile_client(rdma::testing::process& server) {
-  try {
-    return rdma::tcp::connect_to("127.0.0.1", 18515,
-                                 rdma::tcp::after_ms(static_cast<int>(rdma::testing::scaled(10s).count())));
-  } catch (const std::exception& e) {
-    const auto r = server.wait(1s);
-    FAIL("the test's client could not connect: " << e.what() << "\nthe server: " << describe(r));
-    throw;
+// One of the port's hardware counters (scripts/hw_counters.sh reads the same
+// files), or nothing where the device has no such counter. Both peers share
+// the one device here, so it counts what both sides did.
+std::optional<long> hw_counter(const std::string& name) {
+  const std::filesystem::path root = "/sys/class/infiniband";
+  std::error_code ec;
+  for (const auto& dev : std::filesystem::directory_iterator(root, ec)) {
+    std::ifstream in(dev.path() / "ports/1/hw_counters" / name);
+    long value = 0;
+    if (in >> value) return value;
   }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -91,6 +95,57 @@ TEST_CASE("with --notify flag the server should see the flag word change while i
   CHECK(has_line(r.server.out, R"(^the client wrote 1000 bytes, 1 time\(s\))"));
 }
 
+// The flag word sits after the payload, rounded up to 8 bytes: aligned
+// whatever --size is (61: the word would otherwise straddle a cache line).
+TEST_CASE("with --notify flag and a --size that is not a multiple of 8 the flag word should still be aligned and seen") {
+  for (const char* size : {"100", "61"}) {
+    CAPTURE(size);
+    const auto r = run_pair(server_command({"--notify", "flag", "--size", size}),
+                            client_command({"--notify", "flag", "--size", size}), 60s);
+    INFO(both(r));
+    REQUIRE(r.client.exit_code == 0);
+    REQUIRE(r.server.exit_code == 0);
+    check_exchange(r);
+    const long capacity = (std::stol(size) + 7) / 8 * 8;
+    CHECK(has_line(r.server.out, "^landing region: " + std::to_string(capacity + 8) + " bytes at 0x[0-9a-f]+, rkey "
+                                 "0x[0-9a-f]+ \\(" + std::to_string(capacity) + " for the payload, 8 for the flag word\\)$"));
+    CHECK(has_line(r.server.out, std::string("^  flag word: ") + size + " bytes, 1 write\\(s\\)$"));
+    CHECK(has_line(r.server.out, std::string("^the client wrote ") + size + " bytes, 1 time\\(s\\)"));
+  }
+}
+
+// What the handshake is trusted for (docs/04-rdma-write.md): RC checks
+// neither value against the peer. Measured on Soft-RoCE (Linux 6.1).
+TEST_CASE("a client that sends from a PSN behind the one it told should see its writes complete while nothing arrives") {
+  const std::optional<long> duplicates_before = hw_counter("duplicate_request");
+  const auto r = run_pair(server_command(), client_command({"--hostile", "psn-behind"}), 60s);
+  INFO(both(r));
+  CHECK(has_line(r.client.out, R"(^hostile: we send from PSN (0x[0-9a-f]+) as QP 0x[0-9a-f]+, and tell the server PSN 0x[0-9a-f]+, QP 0x[0-9a-f]+$)"));
+  // The responder takes every packet for a duplicate, drops it and ACKs:
+  // the client's completions all succeed.
+  CHECK(r.client.exit_code == 0);
+  CHECK(has_line(r.client.out, "^  completion: wr_id 1: IBV_WC_RDMA_WRITE$"));
+  CHECK(has_line(r.client.out, "^  completion: wr_id 2: IBV_WC_SEND$"));
+  // The server never saw the notice, nor any byte.
+  CHECK(r.server.exit_code == 1);
+  CHECK(has_line(r.server.err, "^rdma_write: the client closed the connection while we waited for its notice$"));
+  CHECK(r.server.out.find("the client wrote") == std::string::npos);
+  if (duplicates_before) CHECK(*hw_counter("duplicate_request") - *duplicates_before >= 5);  // 4 write packets, the Send
+}
+
+TEST_CASE("a client that tells a QPN not its own should get its write in but never its ACK") {
+  const std::optional<long> duplicates_before = hw_counter("duplicate_request");
+  const auto r = run_pair(server_command(), client_command({"--hostile", "other-qpn"}), 60s);
+  INFO(both(r));
+  CHECK(r.client.exit_code == 1);
+  CHECK(has_line(r.client.err, R"(^rdma_write: completion failed: wr_id 1: IBV_WC_RETRY_EXC_ERR \(12, )"));
+  CHECK(r.server.exit_code == 1);
+  CHECK(has_line(r.server.err, "^rdma_write: the client closed the connection while we waited for its notice$"));
+  // The server's QP executed the write (its resends arrive as duplicates of
+  // packets already taken); its ACKs went to a QP that does not exist.
+  if (duplicates_before) CHECK(*hw_counter("duplicate_request") - *duplicates_before >= 3);
+}
+
 TEST_CASE("throughput mode should print a perftest-style line, and the notice should count every write") {
   const auto r = run_pair(server_command(), client_command({"--iters", "3000", "--size", "64", "--tx-depth", "32", "--cq-mod", "8"}), 120s);
   INFO(both(r));
@@ -107,8 +162,8 @@ TEST_CASE("a write larger than the server's region should be refused by the clie
   const auto r = run_pair(server_command({"--size", "100"}), client_command({"--size", "200"}), 60s);
   INFO(both(r));
   CHECK(r.client.exit_code == 1);
-  CHECK(has_line(r.client.err, R"(^rdma_write: --size 200 does not fit the server's region \(108 bytes, 8 of them the flag word\)$)"));
-  CHECK(has_line(r.client.err, "^  likely fix: write at most 100 bytes"));
+  CHECK(has_line(r.client.err, R"(^rdma_write: --size 200 does not fit the server's region \(112 bytes, 8 of them the flag word\)$)"));
+  CHECK(has_line(r.client.err, "^  likely fix: write at most 104 bytes"));
   CHECK(r.server.exit_code == 1);
   CHECK(has_line(r.server.err, "^rdma_write: (the client closed the connection while we waited for its notice|"
                                "127.0.0.1:\\d+ closed the connection after 0 of 48 bytes)"));
@@ -123,6 +178,22 @@ TEST_CASE("a silent client should be rejected within --wait-ms, naming how much 
   INFO(describe(r));
   CHECK(r.exit_code == 1);
   CHECK(has_line(r.err, R"(^rdma_write: 127\.0\.0\.1:\d+ sent 0 of 8 bytes of the peer's endpoint within \d+\.\d s$)"));
+}
+
+// A client that shakes hands and then writes nothing: the server's one sign
+// of it is the notice that does not come, within --wait-ms.
+TEST_CASE("a client silent after the handshake should be given up on within --wait-ms") {
+  auto s = rdma::testing::start({peer_program(), "--wait-ms", rdma::testing::silent_peer_wait_ms(2s)});
+  const rdma::tcp::socket sock = hostile_client(*s);
+  rdma::tcp::send_all(sock, rdma::testing::phantom_endpoint(), rdma::tcp::after_ms(2000), "the endpoint");
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = s->wait(rdma::testing::scaled(30s));
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.out, "^sent our endpoint: the client may write now$"));
+  CHECK(has_line(r.err, R"(^rdma_write: nothing within \d+ ms while we waited for its notice$)"));
+  CHECK(has_line(r.err, "^  likely fix: an RDMA Write leaves no trace at its target"));
+  CHECK(std::chrono::steady_clock::now() - started < rdma::testing::scaled(2s) + 3s);
 }
 
 TEST_CASE("garbage, a truncated handshake and another version should each be refused with what was wrong") {

@@ -64,7 +64,7 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
 }
 
 void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
-                          const std::function<bool()>& arrived, waiting how) {
+                          const std::function<bool()>& arrived, waiting how, std::string_view silent_hint) {
   using clock = std::chrono::steady_clock;
   // The clock is read once every 256 looks: where it is a system call (a
   // guest whose clocksource is an emulated HPET) reading it on every look
@@ -76,7 +76,9 @@ void wait_while_connected(const tcp::socket& peer, std::string_view who, std::st
     if (!start) start = now;
     if (now - *start > std::chrono::milliseconds(wait_ms)) {
       throw tutorial_error("nothing within " + std::to_string(wait_ms) + " ms while we waited for " + std::string(what),
-                           std::string(who) + " is stuck or its packets do not arrive; its own output says which");
+                           silent_hint.empty()
+                               ? std::string(who) + " is stuck or its packets do not arrive; its own output says which"
+                               : std::string(silent_hint));
     }
     const bool nap = how == waiting::backs_off && now - *start > std::chrono::microseconds(100);
     if ((nap || looks % 4096 == 0) && tcp::peer_closed(peer, nap ? 1 : 0)) {

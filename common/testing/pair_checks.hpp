@@ -2,10 +2,12 @@
 // of a server's and a client's output (doctest assertions).
 #pragma once
 
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -13,6 +15,8 @@
 
 #include "output.hpp"
 #include "process.hpp"
+#include "rdma_tutorial/tcp.hpp"
+#include "rdma_tutorial/wire.hpp"
 
 namespace rdma::testing {
 
@@ -78,6 +82,34 @@ inline std::string rdma_cm_address() {
   FAIL("no address for rdma_cm: run inside scripts/rxe_vm.sh, or set RDMA_TUTORIAL_IPV4 to the address of an "
        "interface with an RDMA device");
   return {};
+}
+
+// A test socket that connects to a server on this host's default port as a
+// client would, retrying while the server starts: it plays the hostile
+// peers of the TCP handshake. If it never gets in, the server's own output
+// says why (it is ended and collected for the message).
+inline tcp::socket hostile_client(process& server) {
+  try {
+    return tcp::connect_to("127.0.0.1", 18515, tcp::after_ms(static_cast<int>(scaled(std::chrono::seconds(10)).count())));
+  } catch (const std::exception& e) {
+    const auto r = server.wait(std::chrono::seconds(1));
+    FAIL("the test's client could not connect: " << e.what() << "\nthe server: " << describe(r));
+    throw;
+  }
+}
+
+// A valid endpoint of a peer that does not exist: QPN 0x99, PSN 1, the
+// RoCE v2 GID of this host's RDMA address (::ffff:a.b.c.d), so the server's
+// QP can reach RTR. What a peer that shakes hands and then goes silent sends.
+inline std::vector<std::byte> phantom_endpoint() {
+  wire::endpoint e;
+  e.qp_num = 0x99;
+  e.psn = 1;
+  e.gid.raw[10] = 0xff;
+  e.gid.raw[11] = 0xff;
+  REQUIRE(::inet_pton(AF_INET, rdma_cm_address().c_str(), &e.gid.raw[12]) == 1);
+  const auto bytes = wire::encode_endpoint(e);
+  return {bytes.begin(), bytes.end()};
 }
 
 // The first capture group of `pattern` in `text`; fails the test if absent.

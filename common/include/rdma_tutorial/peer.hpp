@@ -69,13 +69,15 @@ peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms);
 // request's effect here, so `arrived` gets 100 ms of grace before
 //   "<who> closed the connection while we waited for <what>"
 // is thrown; a deadline passing throws "nothing within N ms while we
-// waited for <what>".
+// waited for <what>", with `silent_hint` as its likely fix when given (what
+// a silent peer means in this protocol).
 // With `spins` the loop never sleeps (it still looks at the connection,
 // without waiting, every 4096 looks): a latency measurement cannot afford
 // a millisecond's nap, and pays with a busy CPU.
 enum class waiting { backs_off, spins };
 void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
-                          const std::function<bool()>& arrived, waiting how = waiting::backs_off);
+                          const std::function<bool()>& arrived, waiting how = waiting::backs_off,
+                          std::string_view silent_hint = {});
 peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::endpoint& ours, int wait_ms);
 
 }  // namespace rdma

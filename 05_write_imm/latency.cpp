@@ -46,7 +46,6 @@ void post_ping(ibv_qp* qp, const char* from, std::uint32_t bytes, std::uint32_t 
 }  // namespace
 
 void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buffer& source,
-               const rdma::registered_buffer& recv_buf,
                const rdma::tcp::socket& server, const rdma::wire::endpoint& peer, const options& opts) {
   std::vector<double> samples;
   samples.reserve(*opts.iters);
@@ -60,7 +59,7 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
     if (immediate_of(wc) != rdma::imm::encode(imm_data, 0)) {
       throw rdma::tutorial_error("an answer that is not DATA|0: " + rdma::describe_wc(wc));
     }
-    post_receives(qp, recv_buf, 1);
+    post_receives(qp, 1);
     return true;
   };
   // One clock read per round trip: each sample is the time from one ping's

@@ -34,7 +34,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
                              "the client, writing them.");
   parser.add_device_options(out.device);
   parser.add_peer_options(out.peer);
-  parser.add(0, "size", "BYTES", "bytes per slot and per write, the same on both sides (default 4096)",
+  parser.add(0, "size", "BYTES", "bytes per slot, the same on both sides; the client writes whole slots (default 4096)",
              [&](std::string_view v) { out.size = number(v, "--size", 1, 1 << 24); });
   parser.add(0, "slots", "N", "slots in the server's region, the same on both sides (default 4)",
              [&](std::string_view v) { out.slots = number(v, "--slots", 1, 4096); });

@@ -12,7 +12,9 @@
 //                                                (IBV_WC_RECV_RDMA_WITH_IMM);
 //                                                the imm must read back exactly
 //   one per slot: --size bytes into slot i,
-//     imm DATA|i ==============================>  checks type and slot before it
+//     at addr + i x size, imm DATA|i ==========>  checks type and slot, then that
+//                                                byte_len is at most --size (a
+//                                                shorter write is accepted), then
 //                                                reads the slot; reposts the Recv
 //   0 bytes, imm END|n (n DATA writes) ========>  checks n, answers nothing
 //   closes the TCP connection ----------------->  waits for that close, then
@@ -26,7 +28,9 @@
 // ---> is TCP, ===> RDMA on the QP. The endpoint message is
 // common/include/rdma_tutorial/wire.hpp; the immediate is 8 bits of type
 // and 24 of index (common/include/rdma_tutorial/imm.hpp), in network byte
-// order on the wire.
+// order on the wire, like every number of the handshake. The slots' bytes
+// are the payload (fill_slot below): no number in them is read.
+// The server's Recvs have no buffer: a Send from the client would fail.
 #pragma once
 
 #include <array>

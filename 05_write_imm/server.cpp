@@ -11,9 +11,6 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   // The landing region: the only memory the client may write.
   const rdma::registered_buffer landing(dev.pd.get(), std::size_t{opts.slots} * opts.size,
                                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "landing region");
-  // What the Recvs point at: nothing lands there from a Write with
-  // Immediate, but it must be valid memory. Local access only.
-  const rdma::registered_buffer recv_buf(dev.pd.get(), 64, IBV_ACCESS_LOCAL_WRITE, "receive buffer");
   const rdma::qp_ptr qp = create_qp(dev, opts);
   std::printf("landing region: %zu bytes at %p, rkey 0x%x: %u slots of %u bytes\n", landing.size(),
               static_cast<void*>(landing.data()), landing.rkey(), opts.slots, opts.size);
@@ -37,14 +34,14 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   connect_and_say(qp.get(), ours, peer, params);
   // Every Write with Immediate consumes one Recv: post them before the
   // client can write, that is, before it has our endpoint.
-  post_receives(qp.get(), recv_buf, opts.rx_depth);
+  post_receives(qp.get(), opts.rx_depth);
   std::printf("posted %u Recvs\n", opts.rx_depth);
   ours.addr = reinterpret_cast<std::uintptr_t>(landing.data());
   ours.rkey = landing.rkey();
   ours.length = static_cast<std::uint32_t>(landing.size());
   rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.peer.wait_ms));
 
-  const std::uint32_t data = serve({dev, qp.get(), client, landing, recv_buf, peer, opts});
+  const std::uint32_t data = serve({dev, qp.get(), client, landing, peer, opts});
   std::printf("received %u DATA write(s) and END\n", data);
   // The client may write until it closes the connection.
   rdma::tcp::wait_for_close(client, rdma::tcp::after_ms(opts.peer.wait_ms));

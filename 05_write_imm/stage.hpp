@@ -58,10 +58,11 @@ int run_client(const options& opts, const rdma::rdma_device& dev);
 
 // target.cpp ----------------------------------------------------------------
 
-// Posts `count` Recvs, all pointing at one small buffer: a Write with
-// Immediate consumes a Recv but puts nothing in its buffer; the buffer must
-// still be valid, because a Send would land there.
-void post_receives(ibv_qp* qp, const rdma::registered_buffer& buffer, std::uint32_t count);
+// Posts `count` Recvs with no buffer at all (num_sge 0): a Write with
+// Immediate consumes a Recv but puts nothing in it, its payload went where
+// the writer said. A buffer is needed only where the peer may also Send;
+// in this protocol nobody does, and a Send arriving here fails.
+void post_receives(ibv_qp* qp, std::uint32_t count);
 
 // The immediate a completion carries, in host byte order, or nothing when
 // the completion is not a Write with Immediate's.
@@ -73,7 +74,6 @@ struct target {
   ibv_qp* qp;
   const rdma::tcp::socket& client;
   const rdma::registered_buffer& landing;
-  const rdma::registered_buffer& recv_buf;
   const rdma::wire::endpoint& peer;  // with a region: ping-pong, answer each DATA there
   const options& opts;
 };
@@ -93,7 +93,6 @@ void post_write_imm(ibv_qp* qp, std::uint64_t wr_id, const ibv_sge* sge, const r
 using rdma::latency_report;
 // The client's ping-pong: --iters round trips, then the report.
 void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buffer& source,
-               const rdma::registered_buffer& recv_buf,
                const rdma::tcp::socket& server, const rdma::wire::endpoint& peer, const options& opts);
 // The server's answer to one DATA write in ping-pong mode: the same bytes
 // back into the client's region, imm DATA|0. `n` counts answers (signals

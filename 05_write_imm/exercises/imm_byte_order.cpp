@@ -78,12 +78,11 @@ void stream(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buf
 
 int run_client(const options& opts, const rdma::rdma_device& dev) {
   // What we write from: one slot's worth per slot. In ping-pong mode also
-  // a region the server answers into (REMOTE_WRITE) and Recvs for those
-  // answers, which arrive as Writes with Immediate too.
+  // a region the server answers into (REMOTE_WRITE) and Recvs, without a
+  // buffer, for those answers, which arrive as Writes with Immediate too.
   const rdma::registered_buffer source(dev.pd.get(), std::size_t{opts.slots} * opts.size, 0, "slots");
   const rdma::registered_buffer pong(dev.pd.get(), opts.size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                                      "answer region");
-  const rdma::registered_buffer recv_buf(dev.pd.get(), 64, IBV_ACCESS_LOCAL_WRITE, "receive buffer");
   const rdma::qp_ptr qp = create_qp(dev, opts);
   for (std::uint32_t s = 0; s < opts.slots; ++s) {
     fill_slot(source.bytes().subspan(std::size_t{s} * opts.size, opts.size), s);
@@ -104,7 +103,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
                                "give both sides the same --slots and --size");
   }
   connect_and_say(qp.get(), ours, peer, dev.params);
-  if (opts.latency) post_receives(qp.get(), recv_buf, opts.rx_depth);
+  if (opts.latency) post_receives(qp.get(), opts.rx_depth);
 
   std::uint64_t wr_id = 1;
   for (const std::uint32_t value : self_test_values) {
@@ -116,7 +115,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
   std::uint32_t data = opts.slots;
   if (opts.latency) {
     data = *opts.iters;
-    ping_pong(dev, qp.get(), source, recv_buf, server, peer, opts);
+    ping_pong(dev, qp.get(), source, server, peer, opts);
   } else if (opts.iters) {
     data = *opts.iters;
     stream(dev, qp.get(), source, peer, opts);

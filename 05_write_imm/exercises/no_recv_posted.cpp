@@ -25,9 +25,6 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   // The landing region: the only memory the client may write.
   const rdma::registered_buffer landing(dev.pd.get(), std::size_t{opts.slots} * opts.size,
                                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "landing region");
-  // What the Recvs point at: nothing lands there from a Write with
-  // Immediate, but it must be valid memory. Local access only.
-  const rdma::registered_buffer recv_buf(dev.pd.get(), 64, IBV_ACCESS_LOCAL_WRITE, "receive buffer");
   const rdma::qp_ptr qp = create_qp(dev, opts);
   std::printf("landing region: %zu bytes at %p, rkey 0x%x: %u slots of %u bytes\n", landing.size(),
               static_cast<void*>(landing.data()), landing.rkey(), opts.slots, opts.size);
@@ -58,7 +55,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   ours.length = static_cast<std::uint32_t>(landing.size());
   rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.peer.wait_ms));
 
-  const std::uint32_t data = serve({dev, qp.get(), client, landing, recv_buf, peer, opts});
+  const std::uint32_t data = serve({dev, qp.get(), client, landing, peer, opts});
   std::printf("received %u DATA write(s) and END\n", data);
   // The client may write until it closes the connection.
   rdma::tcp::wait_for_close(client, rdma::tcp::after_ms(opts.peer.wait_ms));

@@ -31,13 +31,10 @@
 
 namespace stage05 {
 
-void post_receives(ibv_qp* qp, const rdma::registered_buffer& buffer, std::uint32_t count) {
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer.data()), static_cast<std::uint32_t>(buffer.size()),
-              buffer.lkey()};
+void post_receives(ibv_qp* qp, std::uint32_t count) {
   for (std::uint32_t i = 0; i < count; ++i) {
     ibv_recv_wr wr{};
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    wr.num_sge = 0;  // no buffer: a Write with Immediate puts nothing in its Recv
     ibv_recv_wr* bad = nullptr;
     rdma::check_rc(ibv_post_recv(qp, &wr, &bad), "ibv_post_recv");
   }
@@ -55,16 +52,43 @@ std::optional<std::uint32_t> immediate_of(const ibv_wc& wc) {
 
 namespace {
 
+// What a failed completion here says about the client. Our Recvs (wr_id 0)
+// fail only because of what arrived; the answers of ping-pong (wr_id 63,
+// 127, ...: one in 64 is signaled) for the reasons check_wc names.
+void check_at_target(const ibv_wc& wc, std::uint64_t region_bytes) {
+  if (wc.status == IBV_WC_SUCCESS) return;
+  if (wc.wr_id != 0) rdma::check_wc(wc);
+  switch (wc.status) {
+    case IBV_WC_LOC_LEN_ERR:
+    case IBV_WC_LOC_QP_OP_ERR:
+      // A Send with bytes into a Recv with no buffer: the verbs' status is
+      // LOC_LEN_ERR; Soft-RoCE (Linux 6.1) says LOC_QP_OP_ERR (measured;
+      // the sender gets IBV_WC_REM_OP_ERR).
+      throw rdma::tutorial_error("a message that does not fit our Recvs: " + rdma::describe_wc(wc),
+                                 "our Recvs take no bytes, since this protocol sends only Writes with Immediate; "
+                                 "the peer sent a Send with a payload: is it this stage's client?");
+    case IBV_WC_WR_FLUSH_ERR:
+      throw rdma::tutorial_error("our Recv came back flushed: " + rdma::describe_wc(wc),
+                                 "a request of the client broke the connection, and its own completion says "
+                                 "which; usually a remote access error: a write outside our " +
+                                     std::to_string(region_bytes) + "-byte region, or a wrong rkey");
+    default:
+      rdma::check_wc(wc);
+  }
+}
+
 // The next completion of a Recv. Send completions (ping-pong's answers)
-// share the CQ; they are checked and passed over.
+// share the CQ; they are checked and passed over. Each is bounded by
+// --wait-ms: a client that stops writing, after the handshake or in the
+// middle of a stream, is given up on that long after its last write.
 ibv_wc next_receive(const target& t, const char* waiting_for) {
   for (;;) {
     ibv_wc wc{};
     // In ping-pong every microsecond counts: spin. Otherwise back off.
-    rdma::wait_while_connected(t.client, "the client", waiting_for, t.opts.peer.accept_ms,
+    rdma::wait_while_connected(t.client, "the client", waiting_for, t.opts.peer.wait_ms,
                                [&] { return rdma::check_poll(ibv_poll_cq(t.dev.cq.get(), 1, &wc)) == 1; },
                                t.peer.length != 0 ? rdma::waiting::spins : rdma::waiting::backs_off);
-    rdma::check_wc(wc);
+    check_at_target(wc, t.landing.size());
     if ((wc.opcode & IBV_WC_RECV) != 0) return wc;
   }
 }
@@ -82,7 +106,7 @@ std::uint32_t checked_immediate(const ibv_wc& wc) {
 
 std::uint32_t serve(const target& t) {
   // Each consumed Recv is replaced at once, so the queue stays full.
-  auto repost = [&] { post_receives(t.qp, t.recv_buf, 1); };
+  auto repost = [&] { post_receives(t.qp, 1); };
 
   for (const std::uint32_t sent : self_test_values) {
     const ibv_wc wc = next_receive(t, "the self-test");
@@ -130,6 +154,7 @@ std::uint32_t serve(const target& t) {
                   fnv1a(slot));
     } else if (data == 8) {
       std::printf("(further DATA writes are counted, not printed)\n");
+      std::fflush(stdout);  // a stream is under way: say so now, not at exit
     }
     if (t.peer.length != 0) answer(t, index, wc.byte_len, data);
   }

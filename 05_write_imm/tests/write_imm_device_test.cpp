@@ -5,8 +5,11 @@
 // per slot, and the server's refusals of immediates it never offered.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "output.hpp"
 #include "pair_checks.hpp"
@@ -18,6 +21,7 @@ using rdma::testing::client_command;
 using rdma::testing::describe;
 using rdma::testing::first_match;
 using rdma::testing::has_line;
+using rdma::testing::peer_program;
 using rdma::testing::run_pair;
 using rdma::testing::server_command;
 
@@ -127,6 +131,39 @@ TEST_CASE("a client whose --slots or --size differ from the server's should stop
   CHECK_FALSE(has_line(r.client.out, "Write with Immediate"));
   CHECK(r.server.exit_code == 1);
   CHECK(has_line(r.server.err, "^write_imm: the client closed the connection while we waited for the self-test$"));
+}
+
+// A silent peer is given up on within --wait-ms: one that shakes hands and
+// never writes, and one that stops in the middle of a stream (stopped with
+// SIGSTOP: its process, its TCP connection and its QP all stay).
+TEST_CASE("a client silent after the handshake should be given up on within --wait-ms") {
+  auto s = rdma::testing::start({peer_program(), "--wait-ms", rdma::testing::silent_peer_wait_ms(2s)});
+  const rdma::tcp::socket sock = rdma::testing::hostile_client(*s);
+  rdma::tcp::send_all(sock, rdma::testing::phantom_endpoint(), rdma::tcp::after_ms(2000), "the endpoint");
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = s->wait(rdma::testing::scaled(30s));
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.out, "^posted 512 Recvs$"));
+  CHECK(has_line(r.err, R"(^write_imm: nothing within \d+ ms while we waited for the self-test$)"));
+  CHECK(std::chrono::steady_clock::now() - started < rdma::testing::scaled(2s) + 3s);
+}
+
+TEST_CASE("a client that stops in the middle of a stream should be given up on within --wait-ms of its last write") {
+  auto server = rdma::testing::start(server_command({"--size", "64", "--wait-ms", "2000"}));
+  auto client = rdma::testing::start(client_command({"--size", "64", "--iters", "100000000"}));
+  REQUIRE(server->wait_for_output("(further DATA writes are counted, not printed)", rdma::testing::scaled(30s)));
+  std::this_thread::sleep_for(200ms);  // well into the stream
+  REQUIRE(::kill(client->pid(), SIGSTOP) == 0);
+  const auto stopped = std::chrono::steady_clock::now();
+  const auto r = server->wait(rdma::testing::scaled(30s));
+  const auto waited = std::chrono::steady_clock::now() - stopped;
+  ::kill(client->pid(), SIGKILL);
+  client->wait(10s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK(has_line(r.err, R"(^write_imm: nothing within 2000 ms while we waited for the next write$)"));
+  CHECK(waited < rdma::testing::scaled(2s) + 1s);
 }
 
 TEST_CASE("across two hosts: the self-test, every slot and END should cross the wire") {

@@ -67,7 +67,8 @@ std::string wc_status_hint(ibv_wc_status status) {
              "(a remote access error breaks the connection at both ends)";
     case IBV_WC_LOC_QP_OP_ERR:
       return "the WR is not valid for this QP or its state (posted before RTS? too many SGEs?); Soft-RoCE "
-             "also reports an lkey whose MR is in another PD than the QP this way";
+             "also reports an lkey whose MR is in another PD than the QP this way, and, on a Recv, a Send larger "
+             "than the Recv's buffer";
     default:
       return {};
   }

@@ -3,6 +3,7 @@
 // while fewer than `window` are unconsumed, then END, then wait until the
 // server has consumed everything.
 #include <arpa/inet.h>
+#include <endian.h>
 
 #include <array>
 #include <chrono>
@@ -39,8 +40,12 @@ struct stream {
 
   // The credit word changes under us (the server's device writes it), so
   // it is read with an atomic load: the compiler must read memory each
-  // time, and the 8 bytes arrive as one aligned store.
-  void read_credits() { credits.on_credit(__atomic_load_n(credit_word, __ATOMIC_ACQUIRE)); }
+  // time. The word is page-aligned (registered_buffer), so the load is one
+  // aligned 8-byte access; that the device's store is one too is what
+  // Soft-RoCE's memcpy and a NIC's cache-line writes do in practice, not
+  // what the verbs promise (docs/06-srq-credits.md, "Credits"). A count
+  // beyond what we sent is refused (credit_window::on_credit).
+  void read_credits() { credits.on_credit(be64toh(__atomic_load_n(credit_word, __ATOMIC_ACQUIRE))); }
 
   void reap() {
     std::array<ibv_wc, 16> wcs{};

@@ -12,16 +12,19 @@
 //     imm DATA|slot, while n - consumed < window ==>  checks type, slot, byte_len, then
 //                                                the record's sequence number and
 //                                                checksum; reposts the Recv (in batches)
-//   <==================== RDMA Write of "consumed", 8 bytes, into the credit word,
-//                        every --credit-batch records (and at once after END)
+//   <==================== RDMA Write of "consumed", 8 bytes big-endian, into the
+//                        credit word, every --credit-batch records (and at once
+//                        after END)
 //   0 bytes, imm END|records (a credit too) ==>  checks the count
 //   waits until consumed = records + 1, closes -->  destroys that client's QP
 //
-// ---> is TCP, ===> RDMA. The immediate is 8 bits of type and 24 of index
-// (common/include/rdma_tutorial/imm.hpp), network byte order on the wire.
-// A record: its sequence number (8 bytes, little-endian), bytes that depend
-// on the sequence number, and the FNV-1a of all that in its last 4 bytes
-// (common/include/rdma_tutorial/record.hpp).
+// ---> is TCP, ===> RDMA. Every number on the wire is big-endian (network
+// byte order): the endpoint (common/include/rdma_tutorial/wire.hpp), the
+// immediate, 8 bits of type and 24 of index (imm.hpp), the credit word,
+// and a record's two numbers: its sequence number (8 bytes), then bytes
+// that depend on it, and the FNV-1a of all that in its last 4 bytes
+// (common/include/rdma_tutorial/record.hpp). Slot i of a window is at
+// addr + i x --size.
 #pragma once
 
 #include <cstdint>

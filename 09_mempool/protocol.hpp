@@ -25,12 +25,15 @@
 //                                                 ERR, drained; window deallocated, QP
 //                                                 destroyed, chunk back to the pool
 //
-// ---> is an rdma_cm message, ===> RDMA. The immediate is 8 bits of type and
-// 24 of index (common/include/rdma_tutorial/imm.hpp), network byte order on
-// the wire. A slot is a record's place in the pool: slot s is in chunk
-// s / slots, at (s % slots) x record size; a client is granted one chunk, so
-// slots first .. first + slots - 1. The records are stage 06's
-// (common/include/rdma_tutorial/record.hpp): sequence number, body, FNV-1a.
+// ---> is an rdma_cm message, ===> RDMA. Every number on the wire is
+// big-endian (network byte order): the hello and the grant below, the
+// immediate, 8 bits of type and 24 of index (imm.hpp), the credit edge (8
+// bytes), and a record's sequence number and checksum. A slot is a
+// record's place in the pool: slot s is in chunk s / slots, at
+// (s % slots) x record size; a client is granted one chunk, so slots
+// first .. first + slots - 1, at addr + (s - first) x record size. The
+// records are stage 06's (common/include/rdma_tutorial/record.hpp):
+// sequence number (8 bytes), body, FNV-1a (4 bytes).
 //
 // hello, in the connect request (24 bytes, big-endian; the CM pads it):
 //   offset  0 magic        "mp09"

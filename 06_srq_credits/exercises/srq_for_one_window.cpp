@@ -20,6 +20,7 @@
 // clients join and go (finished, killed or misbehaving) without disturbing
 // the others. server.hpp holds the state both halves share.
 #include <arpa/inet.h>
+#include <endian.h>
 #include <sched.h>
 
 #include <array>
@@ -144,14 +145,14 @@ void server::take_record(client& c, const ibv_wc& wc) {
   c.ledger.on_consumed();
 }
 
-// The credit word: the count of records consumed, as one inline RDMA Write
-// of 8 bytes (inline: the value is copied into the WQE when posted, so
-// the variable it came from may change at once).
+// The credit word: the count of records consumed, big-endian, as one
+// inline RDMA Write of 8 bytes (inline: the value is copied into the WQE
+// when posted, so the variable it came from may change at once).
 void server::return_credits() {
   for (auto& c : clients_) {
     if (c->leaving || !c->ledger.due()) continue;
     if (c->credit_writes - c->credit_reaped >= send_queue - 1) continue;  // full: the next return carries this one
-    const std::uint64_t consumed = c->ledger.take_return();
+    const std::uint64_t consumed = htobe64(c->ledger.take_return());
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(&consumed), sizeof consumed, 0};
     ibv_send_wr wr{};
     wr.wr_id = credit_write_tag | (c->credit_writes + 1);

@@ -109,6 +109,13 @@ TEST_CASE("a record: its sequence number and checksum, and what a wrong one says
   CHECK(stage06::check_record(rec, 41).empty());
   CHECK(stage06::check_record(rec, 42).find("a duplicate") != std::string::npos);
   CHECK(stage06::check_record(rec, 40).find("records were lost") != std::string::npos);
+  // Both numbers in network byte order: 41 in the 8th byte, the checksum's
+  // high byte first in the last 4.
+  CHECK(rec[7] == 41);
+  CHECK(rec[0] == 0);
+  const std::uint32_t sum = rdma::fnv1a(std::span<const char>(rec).first(60));
+  CHECK(static_cast<unsigned char>(rec[60]) == sum >> 24);
+  CHECK(static_cast<unsigned char>(rec[63]) == (sum & 0xff));
   rec[20] ^= 1;
   CHECK(stage06::check_record(rec, 41).find("checksum mismatch") != std::string::npos);
 }

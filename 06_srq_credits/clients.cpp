@@ -76,7 +76,8 @@ void server::on_async_event(const ibv_async_event& e) {
       return;
     case IBV_EVENT_QP_LAST_WQE_REACHED:
       // A QP on an SRQ, moved to ERR, will take no more Recvs from it: now
-      // it may be destroyed (ibv_destroy_qp(3): wait for this event first).
+      // it may be destroyed (the InfiniBand specification's rule; the man
+      // pages only list the event, ibv_get_async_event(3)).
       // Only marked here: the event is acked after this handler returns, and
       // ibv_destroy_qp waits for its QP's events to be acked.
       if (client* c = by_qp(e.element.qp->qp_num); c != nullptr && c->leaving && !c->drained) {
@@ -93,8 +94,9 @@ void server::on_async_event(const ibv_async_event& e) {
 
 // A client that must go: its QP to ERR (flushes its sends; no more of its
 // writes are accepted), its state kept until the QP is done with the SRQ.
-// The verbs' way to learn that is IBV_EVENT_QP_LAST_WQE_REACHED; Soft-RoCE
-// on Linux 6.1 never sends it (measured), so we also post a marker WR
+// The InfiniBand specification's way to learn that is
+// IBV_EVENT_QP_LAST_WQE_REACHED; Soft-RoCE on Linux 6.1 never sends it
+// (measured; its source has no such event), so we also post a marker WR
 // after the move to ERR: it comes back flushed (IBV_WC_WR_FLUSH_ERR) after
 // everything the QP did before, whichever of the two comes first. Bounded
 // by --wait-ms.
@@ -185,8 +187,9 @@ void server::look_around(int wait_ms) {
     if (c.leaving && (c.drained || now - c.left_at > wait)) {
       forget(c, c.drained ? c.how_drained : "neither its last WQE nor its marker came back within --wait-ms");
       --i;
-    } else if (!c.leaving && !c.finished && now - c.last_heard > std::chrono::milliseconds(opts_.peer.accept_ms)) {
-      let_go(c, parting::dropped, "silent for " + std::to_string(opts_.peer.accept_ms) + " ms");
+    } else if (!c.leaving && !c.finished && now - c.last_heard > wait) {
+      // Stopped, or stuck: it would hold its window, and this server, for ever.
+      let_go(c, parting::dropped, "silent for --wait-ms " + std::to_string(opts_.peer.wait_ms));
     } else if (!c.leaving && c.finished && now - c.last_heard > wait) {
       let_go(c, parting::done, "done");  // its last credits never confirmed: no reason to wait longer
     }

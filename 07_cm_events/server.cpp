@@ -73,7 +73,10 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_c
       break;
     }
     if (clock::now() >= deadline) {
-      throw rdma::tutorial_error("no notice from the client within --accept-ms " + std::to_string(wait_ms));
+      throw rdma::tutorial_error("no notice from the client within --wait-ms " + std::to_string(wait_ms),
+                                 "its Writes and Reads leave no trace here, so a client still at them (--iters) "
+                                 "looks the same as a silent one: give the server a --wait-ms longer than they "
+                                 "take, or see the client's output");
     }
   }
   rdma::check_wc(wc);
@@ -137,10 +140,10 @@ int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, cons
   std::printf("ESTABLISHED: %s\n%s\n", describe_id(id).c_str(), describe_qp(id->qp).c_str());
   std::fflush(stdout);
 
-  // The client writes and reads for as long as --iters makes it; the bound
-  // is --accept-ms.
+  // The client writes and reads (as long as --iters makes it), which we
+  // never see; the notice must come within --wait-ms, or it went silent.
   bool disconnected = false;
-  const notice n = wait_for_notice(dev, channel, id, notice_buf, opts.peer.accept_ms, disconnected);
+  const notice n = wait_for_notice(dev, channel, id, notice_buf, opts.peer.wait_ms, disconnected);
   // From the peer: checked before the bytes it points at are read.
   if (n.bytes == 0 || n.bytes > h.size) {
     throw rdma::tutorial_error("the notice says " + std::to_string(n.bytes) + " bytes; the client asked for " +

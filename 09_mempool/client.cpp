@@ -4,6 +4,7 @@
 // inside the credit edge, END, and disconnect. --hostile breaks one rule
 // (on the first record, or the credits), to watch the server refuse it.
 #include <arpa/inet.h>
+#include <endian.h>
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -62,11 +63,14 @@ struct stream {
   std::uint32_t signal_every = 1;
 
   // The word changes under us (the server's device writes it): an atomic
-  // load, so the compiler reads memory each time; the 8 bytes arrive as one
-  // aligned store. An edge only grows; one beyond what the grant allows is
-  // the server's bug.
+  // load, so the compiler reads memory each time. The word is page-aligned
+  // (registered_buffer), so the load is one aligned 8-byte access; that the
+  // device stores it at once too is what devices do in practice, not what
+  // the verbs promise (docs/06-srq-credits.md, "Credits"). An edge only
+  // grows; one beyond what the grant allows (a torn read could make one)
+  // is refused.
   void read_edge() {
-    const std::uint64_t now = __atomic_load_n(credit_word, __ATOMIC_ACQUIRE);
+    const std::uint64_t now = be64toh(__atomic_load_n(credit_word, __ATOMIC_ACQUIRE));
     if (now <= edge) return;
     if (now > sent + g.slots) {
       throw rdma::tutorial_error("the server's credit edge " + std::to_string(now) + " is beyond " +
@@ -146,6 +150,7 @@ struct stream {
     switch (opts.hostile) {
       case hostile_kind::none:
       case hostile_kind::ignore_credits:  // not one record: post_all
+      case hostile_kind::silent:
         return;
       case hostile_kind::slot_out_of_range:
         wr.imm_data = htonl(rdma::imm::encode(imm_data, rdma::imm::index_limit - 1));
@@ -161,11 +166,23 @@ struct stream {
         // Into a neighbour's first slot: the chunk before ours, or after it.
         wr.wr.rdma.remote_addr = g.first_slot == 0 ? g.addr + g.chunk_bytes : g.addr - g.chunk_bytes;
         break;
+      case hostile_kind::past_window:
+        // Just past our window's end: the unused tail of our own chunk when
+        // the window is shorter than the chunk (the immediate still names
+        // slot 0, which the write then never reaches).
+        wr.wr.rdma.remote_addr = g.addr + std::uint64_t{g.slots} * g.record_size;
+        break;
     }
+    const std::uint64_t window_bytes = std::uint64_t{g.slots} * g.record_size;
+    const std::string past_window =
+        "is written just past the window's end, at offset " + std::to_string(window_bytes) +
+        (window_bytes < g.chunk_bytes ? " of our own " + std::to_string(g.chunk_bytes) + "-byte chunk"
+                                      : ": the window fills our chunk, so that is the next one");
     std::printf("hostile: record 0 %s\n",
                 opts.hostile == hostile_kind::slot_out_of_range  ? "claims slot 16777215 (out of range)"
                 : opts.hostile == hostile_kind::slot_not_granted ? "claims a slot of another client's chunk"
                 : opts.hostile == hostile_kind::oversized        ? "writes twice the record size"
+                : opts.hostile == hostile_kind::past_window      ? past_window.c_str()
                                                                  : "is written into a neighbour's chunk");
     std::fflush(stdout);
   }
@@ -173,6 +190,13 @@ struct stream {
   // Records, then END: every credit we hold goes out as one linked list of
   // WRs in one ibv_post_send.
   void post_all() {
+    if (opts.hostile == hostile_kind::silent) {
+      // Connected, granted a chunk, and then nothing: the server must not
+      // let us hold it for ever.
+      std::printf("hostile: writes nothing, holding its chunk\n");
+      std::fflush(stdout);
+      wait_until("the server to let a silent client go", [] { return false; });
+    }
     std::vector<ibv_send_wr> wrs(send_queue);
     std::vector<ibv_sge> sges(send_queue);
     // --hostile ignore-credits: as many writes as the send queue holds,

@@ -219,8 +219,8 @@ void server::on_async_event(const ibv_async_event& e) {
 
 // A client that must go: rdma_disconnect (our QP to ERR, a DREQ to the
 // client, or our answer to its own), then a marker WR that comes back
-// flushed after everything the QP did before (Soft-RoCE never sends
-// IBV_EVENT_QP_LAST_WQE_REACHED; stage 06 measured it). The rest waits for
+// flushed after everything the QP did before (Soft-RoCE on Linux 6.1 never
+// sends IBV_EVENT_QP_LAST_WQE_REACHED; stage 06 measured it). The rest waits for
 // that, in forget_drained, bounded by --wait-ms.
 void server::let_go(client& c, parting how, const std::string& why) {
   if (c.leaving) return;

@@ -26,7 +26,9 @@ constexpr hostile_entry hostile_kinds[] = {
     {hostile_kind::slot_not_granted, "slot-not-granted"},
     {hostile_kind::oversized, "oversized"},
     {hostile_kind::outside_grant, "outside-grant"},
+    {hostile_kind::past_window, "past-window"},
     {hostile_kind::ignore_credits, "ignore-credits"},
+    {hostile_kind::silent, "silent"},
 };
 
 }  // namespace
@@ -76,8 +78,9 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add(0, "resolve-ms", "MS", "client: timeout of address and route resolution (default 2000)",
              [&](std::string_view v) { out.resolve_ms = static_cast<int>(number(v, "--resolve-ms", 1, 600000)); });
   parser.add(0, "hostile", "KIND", "client: break one of the server's rules on purpose: on record 0 "
-                                   "slot-out-of-range, slot-not-granted, oversized or outside-grant; or "
-                                   "ignore-credits (write past the credit edge)",
+                                   "slot-out-of-range, slot-not-granted, oversized, outside-grant or past-window; "
+                                   "or ignore-credits (write past the credit edge), or silent (write nothing after "
+                                   "the handshake)",
              [&](std::string_view v) {
                std::string kinds;
                for (const hostile_entry& e : hostile_kinds) {

@@ -5,6 +5,7 @@
 // own sequence number and checksum. Credits go back as an edge written
 // into the client's credit word. clients.cpp has the comings and goings.
 #include <arpa/inet.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <poll.h>
 
@@ -213,10 +214,12 @@ void server::take_record(client& c, const ibv_wc& wc) {
   ++all_records_;
 }
 
-// The credit word: the edge, 8 bytes, as one inline RDMA Write (inline:
-// copied into the WQE when posted, so the variable may change at once).
+// The credit word: the edge, 8 bytes big-endian, as one inline RDMA Write
+// (inline: copied into the WQE when posted, so the variable may change at
+// once).
 void server::post_credit(client& c, std::uint64_t edge) {
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(&edge), sizeof edge, 0};
+  const std::uint64_t edge_be = htobe64(edge);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(&edge_be), sizeof edge_be, 0};
   ibv_send_wr wr{};
   wr.wr_id = credit_tag | (c.credit_writes + 1);
   wr.sg_list = &sge;
@@ -281,8 +284,8 @@ void server::look_around(int wait_ms) {
   // hold it, and this server, for ever.
   const auto now = steady::now();
   for (auto& c : clients_) {
-    if (c->open && !c->leaving && !c->finished && now - c->last_heard > std::chrono::milliseconds(opts_.peer.accept_ms)) {
-      let_go(*c, parting::dropped, "silent for --accept-ms " + std::to_string(opts_.peer.accept_ms));
+    if (c->open && !c->leaving && !c->finished && now - c->last_heard > std::chrono::milliseconds(opts_.peer.wait_ms)) {
+      let_go(*c, parting::dropped, "silent for --wait-ms " + std::to_string(opts_.peer.wait_ms));
     } else if (c->finished && !c->leaving && now - c->last_heard > std::chrono::milliseconds(opts_.peer.wait_ms)) {
       let_go(*c, parting::done, "no disconnect within --wait-ms after its END");
     }

@@ -36,7 +36,7 @@
 namespace stage09 {
 
 // options.cpp
-enum class hostile_kind { none, slot_out_of_range, slot_not_granted, oversized, outside_grant, ignore_credits };
+enum class hostile_kind { none, slot_out_of_range, slot_not_granted, oversized, outside_grant, past_window, ignore_credits, silent };
 const char* hostile_name(hostile_kind kind);
 
 struct options {

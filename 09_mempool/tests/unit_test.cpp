@@ -392,9 +392,10 @@ TEST_CASE("a client should take a known hostile kind and refuse an unknown one")
   CHECK(std::string(stage09::hostile_name(o.hostile)) == "oversized");
   CHECK(parse({"-s", "127.0.0.1", "--hostile", "slot-not-granted"}).hostile == stage09::hostile_kind::slot_not_granted);
   CHECK(parse({"-s", "127.0.0.1", "--hostile", "ignore-credits"}).hostile == stage09::hostile_kind::ignore_credits);
+  CHECK(parse({"-s", "127.0.0.1", "--hostile", "past-window"}).hostile == stage09::hostile_kind::past_window);
   const std::string why = usage_error_of({"-s", "127.0.0.1", "--hostile", "nonsense"});
   CHECK(says(why, "nonsense"));
-  CHECK(says(why, "slot-out-of-range, slot-not-granted, oversized, outside-grant, ignore-credits"));  // every kind
+  CHECK(says(why, "slot-out-of-range, slot-not-granted, oversized, outside-grant, past-window, ignore-credits, silent"));  // every kind
   CHECK_FALSE(usage_error_of({"--hostile", "oversized"}).empty());  // a client's option, without -s
 }
 

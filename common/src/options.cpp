@@ -54,10 +54,10 @@ void option_parser::add_peer_options(peer_options& out, peer_channel channel) {
   add('p', "port", "N", cm ? "the rdma_cm port the server listens on (default 18515)" : "TCP port of the handshake (default 18515)",
       [&out](std::string_view v) { out.port = static_cast<std::uint16_t>(parse_integer(v, "--port", 1, 65535)); });
   add(0, "wait-ms", "MS",
-      cm ? "give up on a silent peer after MS: the connect, each completion, the disconnect (default 5000)"
-         : "give up on a silent peer after MS: each handshake message, each completion (default 5000)",
+      cm ? "give up on a peer silent for MS: the connect, each completion or notice, the disconnect (default 5000)"
+         : "give up on a peer silent for MS: each handshake message, each completion or notice (default 5000)",
       [&out](std::string_view v) { out.wait_ms = static_cast<int>(parse_integer(v, "--wait-ms", 1, 3600000)); });
-  add(0, "accept-ms", "MS", "server: give up when no client came, or finished, within MS (default 60000)",
+  add(0, "accept-ms", "MS", "server: give up when no client came within MS (default 60000)",
       [&out](std::string_view v) { out.accept_ms = static_cast<int>(parse_integer(v, "--accept-ms", 1, 86400000)); });
 }
 

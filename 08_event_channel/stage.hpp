@@ -69,8 +69,9 @@ class event_acks {
   unsigned calls_ = 0;
 };
 
-// A CQ bound to a completion channel. Members in teardown order: the acks
-// go first, then the CQ, then the channel.
+// A CQ bound to a completion channel. Members declared channel, CQ, acks:
+// C++ destroys them in reverse, so the acks owed go first, then the CQ,
+// then the channel.
 class notified_cq {
  public:
   // ibv_create_comp_channel, its fd made non-blocking, ibv_create_cq bound

@@ -17,7 +17,7 @@ namespace rdma {
 srq_ptr create_srq(ibv_pd* pd, std::uint32_t depth) {
   ibv_srq_init_attr attr{};
   attr.attr.max_wr = depth;
-  attr.attr.max_sge = 1;    // the least a provider accepts; our Recvs use none
+  attr.attr.max_sge = 1;    // our Recvs use none (Soft-RoCE would take 0, and make it 1)
   attr.attr.srq_limit = 0;  // armed later, with ibv_modify_srq
   return srq_ptr(check_ptr(ibv_create_srq(pd, &attr), "ibv_create_srq(max_wr " + std::to_string(depth) + ")"));
 }

@@ -22,6 +22,7 @@
 //     <!-- norun: why -->     the block is not run (say why)
 //     <!-- exit: N -->        the block's last command must exit N (default 0)
 //     <!-- exit: N M ... -->  one exit code per command, in order
+//     <!-- sketch: why -->    a ```cpp block not quoted from the sources (checked by scripts/tests/chapter_quotes.py)
 #pragma once
 
 #include <string>

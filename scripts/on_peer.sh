@@ -11,9 +11,12 @@
 #
 # The command runs in the same directory as here (the checkout is shared), as
 # root, with RXE_VM_IPV4 set to the peer's own address (192.0.2.2) and
-# RXE_VM_PEER_IPV4 to this guest's (192.0.2.1). A wait that runs out ends the
-# command and exits 124. The peer's agent must have started first; waiting
-# for it counts against the same timeout (default 120 s).
+# RXE_VM_PEER_IPV4 to this guest's (192.0.2.1), and this side's
+# RDMA_TUTORIAL_* variables. A wait that runs out ends the command and exits
+# 124. The peer's agent must have started first; waiting for it counts
+# against the same timeout (default 120 s). With RXE_VM_PEER_PID set (the
+# workshop's warm guest: the agent runs in a guest this host started), a
+# wait ends at once, exit 125, if that process is gone.
 set -uo pipefail
 
 usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
@@ -39,6 +42,10 @@ deadline=$((SECONDS + timeout_s))
 wait_for() {  # wait_for FILE: true once it exists, false at the deadline
   while [[ ! -e "$1" ]]; do
     (( SECONDS < deadline )) || return 1
+    if [[ -n "${RXE_VM_PEER_PID:-}" ]] && ! kill -0 "$RXE_VM_PEER_PID" 2>/dev/null; then
+      echo "on_peer: the guest running the agent (pid $RXE_VM_PEER_PID) stopped" >&2
+      exit 125
+    fi
     sleep 0.1
   done
 }
@@ -57,8 +64,13 @@ finish() {
   fi
   cat "$dir/$job.out" 2>/dev/null
   cat "$dir/$job.err" >&2 2>/dev/null
-  status=$(cat "$dir/$job.status")
-  return "$status"
+  # The agent writes the status in one write: an empty file is one read too early.
+  status=""
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    read -r status < "$dir/$job.status" && [[ -n "$status" ]] && break
+    sleep 0.05
+  done
+  return "${status:-125}"
 }
 
 case $mode in
@@ -69,6 +81,7 @@ case $mode in
     [[ ! -e "$dir/$job.run" && ! -e "$dir/$job.cmd" ]] || die "a job named '$job' already ran on the peer"
     {
       printf 'cd %q || exit 125\n' "$PWD"
+      for v in $(compgen -v RDMA_TUTORIAL_); do printf 'export %s=%q\n' "$v" "${!v}"; done
       printf 'exec'; printf ' %q' "$@"; echo
     } > "$dir/.$job.tmp"
     mv "$dir/.$job.tmp" "$dir/$job.cmd"

@@ -1,39 +1,57 @@
 #!/usr/bin/env bash
 # The other end of scripts/rxe_vm.sh --pair: runs in the second guest and
 # carries out what scripts/on_peer.sh asks for, through a folder both guests
-# see (the pair's job share). Not meant to be run by hand.
+# see (the pair's job share). scripts/workshop.sh's warm guest runs it too,
+# on a folder the host sees. Not meant to be run by hand.
 #
-#   peer_agent.sh DIR
+#   peer_agent.sh [--idle SECONDS] DIR
 #
+# --idle: exit once no job has run or been running for that long (the
+# warm guest then powers off).
 # In DIR, per job NAME: on_peer.sh writes NAME.cmd (a bash script, renamed
-# into place whole); the agent renames it NAME.run, runs it in its own
-# process group (NAME.pgid) with its output in NAME.out and NAME.err, and
-# writes its exit status to NAME.status (renamed into place whole). NAME.kill asks it to end
-# the job (SIGTERM, then SIGKILL after 2 s). The agent writes DIR/ready once
-# it runs, and on DIR/stop ends every job still running and exits.
+# into place whole); the agent runs it in a process group of its own
+# (NAME.pgid) with its output in NAME.out and NAME.err, and writes its exit
+# status to NAME.status (one write: a reader that finds it empty reads
+# again). NAME.kill asks it to end the job (SIGTERM, then SIGKILL after
+# 2 s). The agent writes DIR/ready once it runs, and on DIR/stop ends every
+# job still running and exits.
+#
+# Few processes per job, since under TCG each one started costs a few
+# hundred milliseconds (measured in the guest): the job's bash and its
+# command, nothing else. Job control (set -m) gives each job its process
+# group, /proc says when it ended, and the loop pauses on a read with a
+# timeout instead of starting `sleep`.
 set -uo pipefail
+set -m
+idle=""
+if [[ "${1:-}" == --idle ]]; then idle=$2; shift 2; fi
 dir=$1
-declare -A pids=() kill_sent=()
+declare -A pids=() kill_sent=() started=()
+last_busy=$SECONDS
+
+# The loop's pause: a read with a timeout on a FIFO nobody writes.
+tick=$(mktemp -u /tmp/peer_agent.XXXXXX)
+mkfifo "$tick" && exec 9<>"$tick" && rm -f "$tick"
+nap() { read -r -t "$1" -u 9 _ 2>/dev/null || [[ $? -gt 128 ]] || sleep "$1"; }
 
 start_job() {
   local name=$1
-  mv "$dir/$name.cmd" "$dir/$name.run" || return
-  # The job gets a process group of its own (setsid), so a kill ends all it
-  # started; the subshell around it stays outside that group, so it lives on
-  # to write the job's exit status.
-  (
-    setsid bash "$dir/$name.run" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null &
-    echo $! > "$dir/$name.pgid"
-    wait $!
-    echo $? > "$dir/$name.status.tmp"
-    mv "$dir/$name.status.tmp" "$dir/$name.status"
-  ) &
+  started[$name]=1
+  bash "$dir/$name.cmd" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null &
   pids[$name]=$!
+  echo $! > "$dir/$name.pgid"
+}
+
+ended() {  # ended PID: true once the job's process is a zombie (or gone)
+  local stat
+  read -r stat 2>/dev/null < "/proc/$1/stat" || return 0
+  stat=${stat##*) }
+  [[ ${stat%% *} == Z ]]
 }
 
 end_job() {  # end_job NAME SIGNAL
-  local pgid
-  pgid=$(cat "$dir/$1.pgid" 2>/dev/null) || return 0
+  local pgid=${pids[$1]:-}
+  [[ -n "$pgid" ]] || return 0
   kill "-$2" -- "-$pgid" 2>/dev/null || kill "-$2" "$pgid" 2>/dev/null || true
 }
 
@@ -42,13 +60,18 @@ touch "$dir/ready"
 while [[ ! -e "$dir/stop" ]]; do
   for cmd in "$dir"/*.cmd; do
     [[ -e "$cmd" ]] || continue
-    name=$(basename "$cmd" .cmd)
+    name=${cmd##*/}; name=${name%.cmd}
+    [[ -n "${started[$name]:-}" ]] && continue
     echo "peer agent: starting $name"
     start_job "$name"
   done
   for name in "${!pids[@]}"; do
-    if [[ -e "$dir/$name.status" ]]; then
-      echo "peer agent: $name ended with status $(cat "$dir/$name.status")"
+    pid=${pids[$name]}
+    if ended "$pid"; then
+      wait "$pid"
+      status=$?
+      echo "$status" > "$dir/$name.status"
+      echo "peer agent: $name ended with status $status"
       unset "pids[$name]" "kill_sent[$name]"
     elif [[ -e "$dir/$name.kill" && -z "${kill_sent[$name]:-}" ]]; then
       end_job "$name" TERM
@@ -57,7 +80,13 @@ while [[ ! -e "$dir/stop" ]]; do
       end_job "$name" KILL
     fi
   done
-  sleep 0.1
+  (( ${#pids[@]} > 0 )) && last_busy=$SECONDS
+  if [[ -n "$idle" ]] && (( ${#pids[@]} == 0 && SECONDS - last_busy >= idle )); then
+    echo "peer agent: idle for ${idle}s, stopping"
+    break
+  fi
+  nap 0.05
 done
 for name in "${!pids[@]}"; do end_job "$name" KILL; done
+rm -f "$dir/ready"
 echo "peer agent: stopped"

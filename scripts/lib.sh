@@ -39,10 +39,15 @@ build_tree() {
 }
 
 # Run a command where an RDMA device is: natively if there is an active port
-# here, else inside the Soft-RoCE guest.
+# here; else in the warm guest of scripts/workshop.sh when one is up
+# ($RDMA_TUTORIAL_GUEST, its agent's folder, and $RXE_VM_PEER_PID, the
+# guest's rxe_vm.sh: scripts/on_peer.sh gives up if it dies); else inside a
+# Soft-RoCE guest booted for it.
 on_device() {
   if have_active_port; then
     "$@"
+  elif [[ -n "${RDMA_TUTORIAL_GUEST:-}" && -e "$RDMA_TUTORIAL_GUEST/ready" ]]; then
+    RXE_VM_PEER_DIR=$RDMA_TUTORIAL_GUEST "$(repo_root)/scripts/on_peer.sh" --timeout 600 -- "$@"
   else
     "$(repo_root)/scripts/rxe_vm.sh" -- "$@"
   fi

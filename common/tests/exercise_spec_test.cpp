@@ -190,3 +190,25 @@ TEST_CASE("under a time scale, a two-peer run's waits for its peer should stretc
   // A value that is no number, or a flag without one, is left for the program to refuse.
   CHECK(odd == strings{"prog", "--wait-ms", "soon", "--accept-ms"});
 }
+
+TEST_CASE("a learner's port should replace a two-peer run's -p, or be added where it has none") {
+  using strings = std::vector<std::string>;
+  using rdma::testing::with_port;
+  const strings client{"prog", "-s", "127.0.0.1", "-p", "18515"};
+  CHECK(with_port(client, "") == client);  // no learner's port: as written
+  CHECK(with_port(client, "21000") == strings{"prog", "-s", "127.0.0.1", "-p", "21000"});
+  CHECK(with_port({"prog", "--port", "18515"}, "21000") == strings{"prog", "--port", "21000"});
+  CHECK(with_port({"prog", "--accept-ms", "20000"}, "21000") == strings{"prog", "--accept-ms", "20000", "-p", "21000"});
+}
+
+TEST_CASE("a machine's own rdma_cm address should replace only the guest's in -s") {
+  using strings = std::vector<std::string>;
+  using rdma::testing::with_server_address;
+  const strings cm{"prog", "-s", "192.0.2.1", "--records", "100"};
+  CHECK(with_server_address(cm, "") == cm);
+  CHECK(with_server_address(cm, "10.1.2.3") == strings{"prog", "-s", "10.1.2.3", "--records", "100"});
+  const strings tcp{"prog", "-s", "127.0.0.1"};
+  CHECK(with_server_address(tcp, "10.1.2.3") == tcp);  // loopback works anywhere
+  const strings nobody{"prog", "-s", "203.0.113.99"};
+  CHECK(with_server_address(nobody, "10.1.2.3") == nobody);  // an address nobody owns, on purpose
+}

@@ -9,6 +9,7 @@
 // stage's own piece, or with a wrong fix applied). The exercise file's header
 // says how to run it, which symptom the broken form shows and what a fixed
 // run must print (see exercise_spec.hpp).
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -47,6 +48,13 @@ int main(int argc, char** argv) {
       // Under memcheck each peer starts slower: stretch their waits for each other.
       server = rdma::testing::with_scaled_waits(server, true);
       command = rdma::testing::with_scaled_waits(command, false);
+      // A learner's own port (scripts/workshop.sh), when the checkout has
+      // one; this machine's rdma_cm address, when it is not the guest's.
+      const char* port = std::getenv("RDMA_TUTORIAL_PORT");
+      const char* address = std::getenv("RDMA_TUTORIAL_IPV4");
+      server = rdma::testing::with_port(server, port != nullptr ? port : "");
+      command = rdma::testing::with_server_address(rdma::testing::with_port(command, port != nullptr ? port : ""),
+                                                   address != nullptr ? address : "");
       if (spec.clients > 1) {
         const std::vector<std::vector<std::string>> clients(static_cast<std::size_t>(spec.clients), command);
         run = rdma::testing::run_group(server, clients, std::chrono::seconds(spec.timeout_seconds)).combined();

@@ -177,4 +177,25 @@ std::vector<std::string> with_scaled_waits(std::vector<std::string> argv, bool s
   return argv;
 }
 
+std::vector<std::string> with_port(std::vector<std::string> argv, const std::string& port) {
+  if (port.empty()) return argv;
+  for (auto at = argv.begin(); at != argv.end(); ++at) {
+    if ((*at == "-p" || *at == "--port") && at + 1 != argv.end()) {
+      *(at + 1) = port;
+      return argv;
+    }
+  }
+  argv.push_back("-p");
+  argv.push_back(port);
+  return argv;
+}
+
+std::vector<std::string> with_server_address(std::vector<std::string> argv, const std::string& address) {
+  if (address.empty()) return argv;
+  for (auto at = argv.begin(); at != argv.end(); ++at) {
+    if ((*at == "-s" || *at == "--server") && at + 1 != argv.end() && *(at + 1) == guest_address) *(at + 1) = address;
+  }
+  return argv;
+}
+
 }  // namespace rdma::testing

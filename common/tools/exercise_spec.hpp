@@ -79,4 +79,19 @@ std::string hang_line(const exercise_spec& spec);
 // scaled. Unchanged when no scale is set.
 std::vector<std::string> with_scaled_waits(std::vector<std::string> argv, bool server);
 
+// A two-peer run's command line on the port `port` (-p, the TCP handshake's
+// or rdma_cm's), replacing a -p or --port the line has: scripts/workshop.sh
+// gives each learner's checkout a port of its own (RDMA_TUTORIAL_PORT), so
+// two learners checking at once on one machine's device never meet each
+// other's servers. Unchanged when `port` is empty.
+std::vector<std::string> with_port(std::vector<std::string> argv, const std::string& port);
+
+// The address an exercise's header gives rdma_cm clients is the guest's
+// (-s 192.0.2.1, scripts/rxe_vm.sh); on a machine whose RDMA interface has
+// another one (RDMA_TUTORIAL_IPV4, a room's shared server) that -s value is
+// replaced by `address`. Every other -s (127.0.0.1, an address nobody owns)
+// stays. Unchanged when `address` is empty.
+inline constexpr const char* guest_address = "192.0.2.1";
+std::vector<std::string> with_server_address(std::vector<std::string> argv, const std::string& address);
+
 }  // namespace rdma::testing

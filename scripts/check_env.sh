@@ -269,7 +269,33 @@ else
   report OK "no firewall rules seen for UDP 4791 (neither nft nor iptables is installed)"
 fi
 
-# --- 7. production note -----------------------------------------------------------
+# --- 7. the throwaway guest (scripts/rxe_vm.sh) -----------------------------------
+# Where the kernel has no RDMA it is the only way to a device, so what it
+# lacks is a failure there and a note elsewhere.
+guest_level=INFO
+[[ $kernel_rdma == 0 ]] && guest_level=FAIL
+guest_kver=""
+for k in $(ls /lib/modules 2>/dev/null | sort -rV); do
+  if [[ -e /boot/vmlinuz-$k && -n "$(find "/lib/modules/$k/kernel/drivers/infiniband/sw/rxe" -name 'rdma_rxe.ko*' -print -quit 2>/dev/null)" ]]; then
+    guest_kver=$k; break
+  fi
+done
+if ! command -v qemu-system-x86_64 >/dev/null; then
+  report "$guest_level" "guest: qemu-system-x86_64 not found, so scripts/rxe_vm.sh cannot boot a Soft-RoCE guest" \
+    "scripts/install_deps.sh installs it (package qemu-system-x86)"
+elif [[ -z "$guest_kver" ]]; then
+  report "$guest_level" "guest: no installed kernel ships rdma_rxe.ko" "apt-get install linux-image-amd64 (Ubuntu: linux-image-generic)"
+elif [[ ! -r /boot/vmlinuz-$guest_kver ]]; then
+  report "$guest_level" "guest: /boot/vmlinuz-$guest_kver is readable by root only" "sudo chmod 0644 /boot/vmlinuz-$guest_kver"
+elif ! { busybox=$(command -v busybox) && file -L "$busybox" | grep -q 'statically linked'; } && ! file -L /bin/busybox 2>/dev/null | grep -q 'statically linked'; then
+  report "$guest_level" "guest: no static busybox for the guest's init" "install busybox-static: scripts/install_deps.sh"
+else
+  kvm="no usable /dev/kvm: emulated (TCG), slower but enough"
+  [[ -w /dev/kvm ]] && kvm="/dev/kvm present (rxe_vm.sh uses it if a guest boots with it, else TCG)"
+  report OK "guest: qemu and kernel $guest_kver with rdma_rxe; scripts/rxe_vm.sh can boot one; $kvm"
+fi
+
+# --- 8. production note -----------------------------------------------------------
 report INFO "RoCE v2 needs lossless Ethernet (PFC/ECN) in production; Soft-RoCE is functionally complete but no performance reference"
 
 [[ $fails -gt 0 ]] && exit 1

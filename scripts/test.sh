@@ -13,10 +13,32 @@
 # failure.
 #
 #   scripts/test.sh            BUILD_DIR=other scripts/test.sh
+#   scripts/test.sh 05_write_imm   (or --stage 05_write_imm): that stage's
+#       suites only (unit, nodevice, its standalone build, then rxe,
+#       exercise, sanitize, valgrind, inject, faults and its chapter in one
+#       guest, and its pair cases): minutes, not the whole run
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
+
+stage=""
+case "${1:-}" in
+  "") ;;
+  -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+  --stage) stage=${2:-} ;;
+  -*) echo "test: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  *) stage=$1 ;;
+esac
+if [[ "${1:-}" == --stage && -z "$stage" ]]; then echo "test: --stage needs a stage, as stages.txt names them" >&2; exit 2; fi
+if [[ -n "$stage" ]]; then
+  stage=${stage%/}
+  chapter=$(awk -F'|' -v s="$stage" '$1 ~ "^" s " *$" { gsub(/ /, "", $3); print $3 }' stages.txt)
+  if [[ -z "$chapter" ]]; then
+    echo "test: no stage '$stage'; stages.txt lists: $(grep -v '^#' stages.txt | awk -F'|' 'NF > 1 { gsub(/ /, "", $1); printf "%s ", $1 }')" >&2
+    exit 2
+  fi
+fi
 
 scripts/install_deps.sh || { echo "test: installing the dependencies failed"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 if ! build_tree "$build"; then
@@ -43,7 +65,62 @@ warnings=$(grep -c 'warning:' "$on_demand_log")
 check "the shipped exercises should compile without a warning ($warnings seen)" "$warnings"
 
 logs="$build/meson-logs"
-rm -f "$logs"/host.json "$logs"/device.json "$logs"/docs.json "$logs"/pair.json "$logs"/beside.json
+rm -f "$logs"/host.json "$logs"/device.json "$logs"/docs.json "$logs"/pair.json "$logs"/beside.json "$logs"/build.json
+
+# Count what meson recorded, per test, in each run named, plus this script's
+# checks; the last line is what CI reads.
+report() {
+  local passed=$own_passed failed=$own_failed skipped=0 run log result
+  for run in "$@"; do
+    log="$logs/$run.json"
+    if [[ ! -s "$log" ]]; then
+      echo "test: the $run run recorded no results (see its output above)"
+      failed=$((failed + 1))
+      continue
+    fi
+    while read -r result; do
+      case "$result" in
+        OK|EXPECTEDFAIL) passed=$((passed + 1)) ;;
+        SKIP) skipped=$((skipped + 1)) ;;
+        *) failed=$((failed + 1)) ;;
+      esac
+    done < <(grep -o '"result": "[A-Z]*"' "$log" | cut -d'"' -f4)
+  done
+  echo "$passed passed, $failed failed, $skipped skipped"
+  [[ $failed -eq 0 ]]
+}
+
+if [[ -n "$stage" ]]; then
+  echo "== $stage: host suites (unit, nodevice) and its standalone build"
+  meson test -C "$build" --no-rebuild --print-errorlogs --logbase host --suite "$stage:unit" --suite "$stage:nodevice"
+  meson test -C "$build" --no-rebuild --print-errorlogs --logbase build "$stage should build on its own"
+  runs=(host build device docs)
+  device=(meson test -C "$build" --no-rebuild --print-errorlogs --logbase device)
+  for suite in rxe exercise sanitize valgrind inject faults; do
+    meson test -C "$build" --no-rebuild --list --suite "$stage:$suite" >/dev/null 2>&1 && device+=(--suite "$stage:$suite")
+  done
+  docs=(meson test -C "$build" --no-rebuild --print-errorlogs --logbase docs "$chapter should run as written")
+  if have_active_port; then
+    echo "== $stage: device suites on this machine's RDMA port"
+    "${device[@]}"
+    "${docs[@]}"
+  else
+    echo "== $stage: device suites and its chapter in one Soft-RoCE guest"
+    scripts/rxe_vm.sh --timeout 4800 -- bash -c "$(printf '%q ' "${device[@]}"); $(printf '%q ' "${docs[@]}")"
+  fi
+  if meson test -C "$build" --no-rebuild --list --suite "$stage:pair" >/dev/null 2>&1; then
+    runs+=(pair)
+    echo "== $stage: its pair cases, two Soft-RoCE guests on a virtual wire"
+    if guest_available && ! have_active_port; then
+      scripts/rxe_vm.sh --pair --cpus 2 --timeout 2400 -- \
+        meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite "$stage:pair"
+    else
+      meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite "$stage:pair"
+    fi
+  fi
+  report "${runs[@]}"
+  exit
+fi
 
 echo "== host suites: unit, nodevice, build, vm"
 meson test -C "$build" --no-rebuild --print-errorlogs --logbase host \
@@ -113,22 +190,4 @@ if [[ -n $beside_pid ]]; then
   cat "$logs/beside.out"
 fi
 
-# Count what meson recorded, per test, in every run, plus this script's checks.
-passed=$own_passed failed=$own_failed skipped=0
-for run in "${runs[@]}"; do
-  log="$logs/$run.json"
-  if [[ ! -s "$log" ]]; then
-    echo "test: the $run run recorded no results (see its output above)"
-    failed=$((failed + 1))
-    continue
-  fi
-  while read -r result; do
-    case "$result" in
-      OK|EXPECTEDFAIL) passed=$((passed + 1)) ;;
-      SKIP) skipped=$((skipped + 1)) ;;
-      *) failed=$((failed + 1)) ;;
-    esac
-  done < <(grep -o '"result": "[A-Z]*"' "$log" | cut -d'"' -f4)
-done
-echo "$passed passed, $failed failed, $skipped skipped"
-[[ $failed -eq 0 ]]
+report "${runs[@]}"

@@ -24,9 +24,10 @@ while [[ $# -gt 0 ]]; do
 done
 
 # Compilers and headers to build the chapters and their tests; patch makes
-# each exercise's wrong fix, valgrind runs the valgrind suite.
+# each exercise's wrong fix, valgrind runs the valgrind suite, tmux drives
+# the workshop runner's watch mode in its test.
 build_pkgs=(g++ meson ninja-build pkg-config cmake doctest-dev
-            libibverbs-dev librdmacm-dev python3 patch valgrind)
+            libibverbs-dev librdmacm-dev python3 patch valgrind tmux)
 # The verbs providers (rdma-core), the known-good peers and benchmarks
 # (ibv_rc_pingpong, rping, perftest), and the "rdma" and "modprobe" tools.
 runtime_pkgs=(rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod)

@@ -2,7 +2,7 @@
 # Source it; it defines functions only.
 
 # The checkout's root, whatever the caller's directory.
-repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P; }
+repo_root() { local here=${BASH_SOURCE[0]%/*}; [[ $here == "${BASH_SOURCE[0]}" ]] && here=.; cd "$here/.." && pwd -P; }
 
 # True when this machine (or the guest we are in) has an RDMA port ACTIVE.
 have_active_port() {

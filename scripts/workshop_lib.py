@@ -1,0 +1,293 @@
+"""The workshop runner's pure logic (scripts/workshop.sh): which exercises
+there are and in what order, what each one's header and hints say, a
+learner's progress, and the names a learner types. Nothing here runs a
+program, builds or touches a device, so all of it is unit-tested on the host
+(scripts/tests/workshop_test.py).
+
+An exercise is NN_stage/exercises/NAME.cpp; its header carries the lines
+common/tools/exercise_spec.hpp describes (EXERCISE:, SYMPTOM:, ...) and a
+TODO paragraph. Beside it, NAME.hints holds its hints, one level per
+paragraph, the first where to look, the last the chapter section.
+"""
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import zlib
+
+STAGE_DIR = re.compile(r"^\d\d_[a-z0-9_]+$")
+SECTION = re.compile(r'docs/(\d\d-[a-z0-9-]+\.md), section "([^"]+)"')
+
+
+class UsageError(Exception):
+    """A command line the runner cannot act on: exit 2 with this message."""
+
+
+# --- the exercises -----------------------------------------------------------
+
+class Exercise:
+    """One exercise file and what its header says."""
+
+    def __init__(self, root, stage, name):
+        self.root = root
+        self.stage = stage
+        self.name = name
+        self.path = os.path.join(stage, "exercises", name + ".cpp")
+        self.hints_path = os.path.join(stage, "exercises", name + ".hints")
+        header = read_header(os.path.join(root, self.path))
+        self.title = header.get("EXERCISE", [""])[0]
+        self.symptom = header.get("SYMPTOM", [""])[0]
+        self.two_peers = "SERVER" in header
+        self.piece = piece_of(root, stage, name)
+
+    @property
+    def qualified(self):
+        return f"{self.stage}/{self.name}"
+
+    def file_hash(self):
+        """sha256 of the exercise file as it is now: its progress is keyed by it."""
+        with open(os.path.join(self.root, self.path), "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    def hints(self):
+        with open(os.path.join(self.root, self.hints_path), encoding="utf-8") as f:
+            return parse_hints(f.read())
+
+
+def read_header(path):
+    """The KEY: value lines of an exercise's leading comment, each key's values in order."""
+    header = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("//"):
+                break
+            m = re.match(r"^// ([A-Z]+): (.*)$", line.rstrip("\n"))
+            if m:
+                header.setdefault(m.group(1), []).append(m.group(2))
+    return header
+
+
+def piece_of(root, stage, name):
+    """The file the exercise replaces, from the stage's meson.build (exercises = {'NAME': 'PIECE'}),
+    as a path from the checkout: 01_devices/ports.cpp, common/src/transitions.cpp."""
+    with open(os.path.join(root, stage, "meson.build"), encoding="utf-8") as f:
+        m = re.search(r"^\s*'" + re.escape(name) + r"'\s*:\s*'([^']+)'", f.read(), re.M)
+    if not m:
+        return None
+    return m.group(1) if m.group(1).startswith("common/") else f"{stage}/{m.group(1)}"
+
+
+def chapter_order(chapter_text):
+    """Exercise names in the order the chapter first links them."""
+    order = []
+    for name in re.findall(r"exercises/([a-z0-9_]+)\.cpp", chapter_text):
+        if name not in order:
+            order.append(name)
+    return order
+
+
+def stages(root):
+    """(folder, chapter) of every stage, in stages.txt's order."""
+    result = []
+    with open(os.path.join(root, "stages.txt"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            fields = [x.strip() for x in line.split("|")]
+            result.append((fields[0], fields[2]))
+    return result
+
+
+def find_exercises(root):
+    """Every exercise, stage by stage, in each chapter's order (then any the chapter does not link)."""
+    found = []
+    for stage, chapter in stages(root):
+        folder = os.path.join(root, stage, "exercises")
+        if not os.path.isdir(folder):
+            continue
+        names = sorted(f[:-4] for f in os.listdir(folder) if f.endswith(".cpp"))
+        with open(os.path.join(root, chapter), encoding="utf-8") as f:
+            order = [n for n in chapter_order(f.read()) if n in names]
+        order += [n for n in names if n not in order]
+        found += [Exercise(root, stage, n) for n in order]
+    return found
+
+
+def port_for(checkout):
+    """The TCP and rdma_cm port of a checkout's two-peer exercises, 20000-39999 from its path: two
+    learners' checkouts on one machine, two ports (RDMA_TUTORIAL_PORT overrides it)."""
+    return 20000 + zlib.crc32(os.path.realpath(checkout).encode()) % 20000
+
+
+# --- names a learner types -----------------------------------------------------
+
+def normalise_name(text):
+    """NAME, STAGE/NAME or the file's path (tab completion) to what find_exercise compares."""
+    text = text.strip()
+    if text.startswith("./"):
+        text = text[2:]
+    if text.endswith(".cpp") or text.endswith(".hints"):
+        text = text.rsplit(".", 1)[0]
+    return text.replace("/exercises/", "/")
+
+
+def find_exercise(exercises, text):
+    """The one exercise `text` names, or UsageError listing the close names."""
+    wanted = normalise_name(text)
+    matches = [e for e in exercises if wanted in (e.name, e.qualified)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UsageError(f"'{text}' names several exercises ({', '.join(e.qualified for e in matches)}); "
+                         "add the stage: STAGE/NAME")
+    close = difflib.get_close_matches(wanted.split("/")[-1], [e.name for e in exercises], n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise UsageError(f"no exercise '{text}'{hint} (scripts/workshop.sh list shows them all)")
+
+
+# --- hints ---------------------------------------------------------------------
+
+def parse_hints(text):
+    """The hint levels of a .hints file: its paragraphs, '#' comment lines left out."""
+    levels, current = [], []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            levels.append(" ".join(current))
+            current = []
+    if current:
+        levels.append(" ".join(current))
+    return levels
+
+
+def hint_problems(levels):
+    """What is wrong with a hints file's levels ([] when nothing): at least three, the last naming
+    a chapter section."""
+    problems = []
+    if len(levels) < 3:
+        problems.append(f"{len(levels)} hint levels; at least 3 (where to look, what is wrong, what the fix must do)")
+    if levels and not SECTION.search(levels[-1]):
+        problems.append('the last level names no chapter section (docs/NN-name.md, section "Title")')
+    return problems
+
+
+def next_hint_level(shown, count):
+    """The level a plain `hint NAME` reveals after `shown` levels were: the next, or the last again."""
+    return min(shown + 1, count)
+
+
+def wanted_hint_level(text, count):
+    """A LEVEL typed after `hint NAME`: 1..count, else UsageError."""
+    if not re.fullmatch(r"\d+", text or ""):
+        raise UsageError(f"a hint level is a number from 1 to {count}, got '{text}'")
+    level = int(text)
+    if not 1 <= level <= count:
+        raise UsageError(f"this exercise has hint levels 1 to {count}, not {level}")
+    return level
+
+
+# --- progress ------------------------------------------------------------------
+
+NOT_TRIED, BROKEN, FIXED = "not tried", "still broken", "fixed"
+
+
+class Progress:
+    """A learner's progress, in a JSON file of the checkout's (git-ignored): for each exercise the
+    verdict of its last check with the hash of the file it judged, and how many hint levels were
+    shown. A verdict counts only while the file is the one it judged: editing a fixed exercise
+    reopens it, and an exercise new to the checkout is not tried yet."""
+
+    def __init__(self, path):
+        self.path = path
+        self.data = {"verdicts": {}, "hints": {}}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                try:
+                    loaded = json.load(f)
+                except ValueError:
+                    loaded = {}
+            if isinstance(loaded, dict):
+                self.data["verdicts"] = dict(loaded.get("verdicts", {}))
+                self.data["hints"] = dict(loaded.get("hints", {}))
+
+    def save(self):
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.data, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)  # whole or not at all: a Ctrl-C never leaves half a file
+
+    def record(self, key, file_hash, fixed):
+        self.data["verdicts"][key] = {"hash": file_hash, "verdict": FIXED if fixed else BROKEN}
+
+    def status(self, key, file_hash):
+        v = self.data["verdicts"].get(key)
+        if not v or v.get("hash") != file_hash:
+            return NOT_TRIED
+        return v.get("verdict", NOT_TRIED)
+
+    def hints_shown(self, key):
+        return int(self.data["hints"].get(key, 0))
+
+    def show_hints(self, key, level):
+        self.data["hints"][key] = max(level, self.hints_shown(key))
+
+    def forget(self, key):
+        self.data["verdicts"].pop(key, None)
+
+
+def statuses(exercises, progress):
+    """{qualified name: status} for every exercise, from the files as they are now."""
+    return {e.qualified: progress.status(e.qualified, e.file_hash()) for e in exercises}
+
+
+def first_unsolved(exercises, status_of):
+    """The first exercise not fixed, in order, or None when every one is."""
+    for e in exercises:
+        if status_of[e.qualified] != FIXED:
+            return e
+    return None
+
+
+def progress_bar(fixed, total, width=21):
+    """'[#######..............] 7 of 21 fixed'"""
+    filled = round(width * fixed / total) if total else 0
+    return f"[{'#' * filled}{'.' * (width - filled)}] {fixed} of {total} fixed"
+
+
+def verdict_of(check_output):
+    """True (fixed), False (still broken) or None (no verdict line) from the checker's output."""
+    for line in check_output.splitlines():
+        if line.startswith("fixed:"):
+            return True
+        if line.startswith("still broken"):
+            return False
+    return None
+
+
+def readable_symptom(regex):
+    r"""A SYMPTOM regex as a reader would look for it: 'ibv_query_port\(port 0\)' -> 'ibv_query_port(port 0)'."""
+    text = re.sub(r"\\([()\[\].*+?|{}^$\\/-])", r"\1", regex)
+    return text.replace("\\d+", "N").replace("\\s", " ")
+
+
+# --- the solution --------------------------------------------------------------
+
+def body_lines(source):
+    """A file's lines after its leading block of comments and blank lines (common/tools/drift.hpp's
+    rule): an exercise and its piece differ in that header, and the body is what is compared."""
+    lines = source.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and (lines[i].startswith("//") or not lines[i].strip()):
+        i += 1
+    return lines[i:]
+
+
+def solution_diff(yours, ours, your_label, our_label):
+    """unified diff lines from the learner's body to the stage's own."""
+    return difflib.unified_diff(yours, ours, your_label, our_label, n=2)

@@ -16,17 +16,20 @@ shopt -s nullglob
 files=("$stage"/exercises/*.cpp)
 total=${#files[@]}
 failures=0
-for mode in shipped reference; do
-  args=(verify "$stage"); [[ $mode == reference ]] && args+=(--reference)
-  out=$(WORKSHOP_STATE=$state BUILD_DIR=$build scripts/workshop.sh "${args[@]}" 2>&1); status=$?
-  printf '%s\n' "$out" | sed "s/^/  $mode | /"
-  if [[ $status -eq 0 && $total -gt 0 ]] && grep -q "^$total of $total as expected" <<<"$out"; then
-    echo "ok: verify $stage ($mode): $total of $total as expected"
+# The tree and every exercise are built already (scripts/test.sh: ninja
+# exercises, on the host): no ninja in the guest, where each run costs seconds.
+out=$(WORKSHOP_STATE=$state BUILD_DIR=$build RDMA_TUTORIAL_BUILT=exercises scripts/workshop.sh verify --both "$stage" 2>&1)
+status=$?
+printf '%s\n' "$out" | sed 's/^/  | /'
+for what in "every exercise is still broken" "the stages' own code passes every exercise"; do
+  if [[ $total -gt 0 ]] && grep -qF "$total of $total as expected ($what)" <<<"$out"; then
+    echo "ok: verify $stage: $total of $total as expected ($what)"
   else
-    echo "FAILED: verify $stage ($mode): exit $status, not $total of $total as expected"
+    echo "FAILED: verify $stage: not $total of $total as expected ($what)"
     failures=$((failures + 1))
   fi
 done
+[[ $status -eq 0 ]] || { echo "FAILED: verify $stage --both exited $status"; failures=$((failures + 1)); }
 # What verify saw of the shipped files is the learner's progress too: all still broken.
 [[ "$(grep -c '"verdict": "still broken"' "$state/progress.json" 2>/dev/null)" == "$total" ]] ||
   { echo "FAILED: the progress file should hold $total still-broken verdicts"; failures=$((failures + 1)); }

@@ -33,8 +33,10 @@ build_pkgs=(g++ meson ninja-build pkg-config cmake doctest-dev
 runtime_pkgs=(rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod)
 # What scripts/rxe_vm.sh needs to boot a throwaway guest with Soft-RoCE: qemu,
 # a distribution kernel that ships rdma_rxe.ko, a static busybox for the init,
-# and the tools that pack the initramfs and unpack compressed modules.
-vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file)
+# the tools that pack the initramfs and unpack compressed modules, and the
+# pair's packet capture and its decoding (run.sh --pair --capture, the pair
+# suite's wire checks: tcpdump in the guest, tshark's RoCE v2 dissector).
+vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark)
 
 # Read the distribution once: the kernel meta-package has a different name on
 # Ubuntu, where rdma_rxe.ko comes with linux-modules-extra (pulled in by

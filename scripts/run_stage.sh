@@ -15,6 +15,10 @@
 #   04_rdma_write/run.sh --pair [ARGS...] [--client ARGS...]
 #         the same across two hosts: two guests on a virtual wire, the server
 #         on 192.0.2.2, the client on 192.0.2.1
+#   04_rdma_write/run.sh --pair --capture FILE [ARGS...] [--client ARGS...]
+#         and the RoCE v2 packets that crossed the wire: tcpdump on the first
+#         guest's eth0 writes FILE (a pcap), then scripts/wire.py lists them,
+#         one line each, decoded by tshark
 #
 # Builds first if needed (into $BUILD_DIR, default build/). Runs here when
 # this machine has an ACTIVE RDMA port, otherwise inside the throwaway
@@ -36,12 +40,14 @@ if [[ -z "$program" ]]; then
   exit 2
 fi
 
-pair=0 both=() client_only=() target=both
+pair=0 both=() client_only=() target=both capture="" want_capture=0
 for arg in "$@"; do
   case "$arg" in
     -h|--help) [[ $target == both ]] && { usage; exit 0; } ;;
   esac
-  if [[ "$arg" == --pair && $target == both ]]; then pair=1
+  if [[ $want_capture == 1 ]]; then capture=$arg; want_capture=0
+  elif [[ "$arg" == --capture && $target == both ]]; then want_capture=1
+  elif [[ "$arg" == --pair && $target == both ]]; then pair=1
   elif [[ "$arg" == --client && $target == both ]]; then target=client_only
   elif [[ $target == both ]]; then both+=("$arg")
   else client_only+=("$arg"); fi
@@ -66,6 +72,10 @@ if grep -q -- '--clients N' <<<"$help_text"; then
   done
   [[ $clients =~ ^[1-9][0-9]*$ ]] || { echo "run: --clients needs a count" >&2; exit 2; }
 fi
+if [[ $want_capture == 1 || ( -n "$capture" && $pair == 0 ) ]]; then
+  echo "run: --capture FILE goes with --pair: only packets between two guests cross a wire (rxe's loopback on one device reaches no netdev)" >&2
+  exit 2
+fi
 if [[ $two_peers == 0 && ( $pair == 1 || ${#client_only[@]} -gt 0 ) ]]; then
   echo "run: $stage has one program and no peer; --pair and --client are for stages 04 on" >&2
   exit 2
@@ -75,7 +85,23 @@ fi
 if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
   [[ -z "${RXE_VM:-}" ]] || { echo "run: --pair starts from the host, not from inside a guest" >&2; exit 2; }
   echo "run: booting two Soft-RoCE guests joined by a virtual wire" >&2
-  exec scripts/rxe_vm.sh --pair -- "$stage/run.sh" "$@"
+  [[ -n "$capture" ]] || exec scripts/rxe_vm.sh --pair -- "$stage/run.sh" "$@"
+  # The guest writes the capture where this machine reads it: a folder it shares.
+  mkdir -p "$(dirname "$capture")" || exit 2
+  capture=$(cd "$(dirname "$capture")" && pwd -P)/$(basename "$capture")
+  share=()
+  [[ $capture == "$root"/* ]] || share=(--share "$(dirname "$capture")")
+  rm -f "$capture"
+  args=()
+  skip=0
+  for arg in "$@"; do
+    if [[ $skip == 1 ]]; then args+=("$capture"); skip=0; else args+=("$arg"); [[ $arg == --capture ]] && skip=1; fi
+  done
+  scripts/rxe_vm.sh --pair "${share[@]}" -- "$stage/run.sh" "${args[@]}"
+  status=$?
+  echo "run: the RoCE v2 packets on the wire ($capture; c>s is the client, 192.0.2.1):"
+  scripts/wire.py "$capture" || [[ $status -ne 0 ]] || status=1
+  exit "$status"
 fi
 if [[ $pair == 0 ]] && ! have_active_port; then
   echo "run: no active RDMA port here; running in the Soft-RoCE guest" >&2
@@ -87,6 +113,19 @@ if [[ $two_peers == 0 ]]; then
 fi
 
 label() { sed -u "s/^/[$1] /"; }
+capture_pid=""
+if [[ -n "$capture" ]]; then
+  # Both directions on the wire (RoCE v2 is UDP port 4791, rdma_cm's MADs
+  # included). --immediate-mode hands tcpdump each packet as it comes and
+  # -U writes it at once. Without the first, libpcap takes packets from the
+  # kernel a block at a time (up to a second's worth), and a tcpdump stopped
+  # right after a short exchange had seen none of it: "0 packets captured"
+  # for 04's whole run, in two of four runs here.
+  tcpdump -i eth0 --immediate-mode -U -w "$capture" udp port 4791 2>"$capture.log" &
+  capture_pid=$!
+  for _ in $(seq 100); do grep -qs 'listening on' "$capture.log" && break; sleep 0.1; done
+  grep -qs 'listening on' "$capture.log" || { echo "run: tcpdump did not start: $(cat "$capture.log")" >&2; kill "$capture_pid" 2>/dev/null; exit 1; }
+fi
 if [[ $pair == 1 ]]; then
   server_addr=192.0.2.2
   ( scripts/on_peer.sh --timeout 300 -- "$exe" "${both[@]}" 2>&1 | label server; exit "${PIPESTATUS[0]}" ) &
@@ -124,6 +163,11 @@ else
 fi
 wait "$server_pid"
 server_status=$?
+if [[ -n "$capture_pid" ]]; then
+  kill -INT "$capture_pid"; wait "$capture_pid"
+  echo "run: tcpdump on eth0: $(grep -h 'captured\|dropped by kernel' "$capture.log" | paste -sd, -)" >&2
+  rm -f "$capture.log"
+fi
 if [[ $client_status -ne 0 || $server_status -ne 0 ]]; then
   echo "run: the server exited with $server_status, the client with $client_status" >&2
   [[ $client_status -ne 0 ]] && exit "$client_status"

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""The RoCE v2 packets of a capture, one line each, decoded by tshark's own
+InfiniBand dissector (Debian's tshark decodes UDP port 4791 as RoCE v2;
+its RPC-over-RDMA heuristic, which takes a short Send's payload for NFS and
+calls it malformed, is turned off).
+
+  scripts/wire.py FILE.pcap [--client ADDR] [--json]
+
+Each line: the time since the first packet, the direction (c>s from the
+client's address, default 192.0.2.1, the first guest of rxe_vm.sh --pair;
+s>c back), the opcode, the PSN, the destination QPN, A when the AckReq bit
+is set and S for the Solicited Event bit, the payload length, then what the
+packet carries: the RETH (virtual address, rkey, length), the ImmDt, the
+AETH (ACK, RNR NAK with its timer code, NAK with its reason, and the MSN),
+or, for a connection manager MAD on QP 1, its message (REQ, REP, RTU, DREQ,
+DREP, REJ, MRA). --json prints the same as one JSON object per packet, the
+form the tests read.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+# The AETH syndrome's top bits (InfiniBand Architecture Specification, 9.7.5.1:
+# 0 ACK, 1 RNR NAK, 3 NAK) and a NAK's code; tshark shows them as numbers.
+NAK_REASONS = {0: "PSN sequence error", 1: "invalid request", 2: "remote access error",
+               3: "remote operational error", 4: "invalid RD request"}
+CM_MESSAGES = {0x0010: "ClassPortInfo", 0x0011: "MRA", 0x0012: "REJ", 0x0013: "REQ", 0x0014: "REP",
+               0x0015: "RTU", 0x0016: "DREQ", 0x0017: "DREP", 0x0018: "SIDR_REQ", 0x0019: "SIDR_REP",
+               0x001a: "LAP", 0x001b: "APR"}
+
+
+class WireError(Exception):
+    pass
+
+
+def _fields(proto):
+    """name -> (show, showname) of every field under one proto element, nested ones included."""
+    out = {}
+    for f in proto.iter("field"):
+        name = f.get("name")
+        if name and name not in out:
+            out[name] = (f.get("show", ""), f.get("showname", ""))
+    return out
+
+
+HEADERS = {"infiniband.bth", "infiniband.reth", "infiniband.immdt", "infiniband.aeth", "infiniband.ieth",
+           "infiniband.deth", "infiniband.atomiceth", "infiniband.atomicacketh"}
+
+
+def _payload_length(proto, ib):
+    """The bytes between the transport headers and the ICRC, less the pad (the dissector names no
+    payload field for RC data packets, but places each header and the ICRC)."""
+    end, crc = None, None
+    for f in proto.findall("field"):
+        name, pos, size = f.get("name"), f.get("pos"), f.get("size")
+        if pos is None or size is None:
+            continue
+        if name in HEADERS:
+            end = max(end or 0, int(pos) + int(size))
+        elif name == "infiniband.invariant.crc":
+            crc = int(pos)
+    if end is None or crc is None or "infiniband.mad.attributeid" in ib:
+        return 0
+    pad = int(ib.get("infiniband.bth.padcnt", ("0", ""))[0] or 0)
+    return max(crc - end - pad, 0)
+
+
+def _number(text):
+    text = text.strip()
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
+def _opcode_name(showname):
+    # "Opcode: Reliable Connection (RC) - RDMA WRITE Only Immediate (11)" -> "RDMA WRITE Only Immediate"
+    name = showname.split(" - ", 1)[-1] if " - " in showname else showname.split(":", 1)[-1]
+    if name.endswith(")") and "(" in name:
+        name = name[:name.rindex("(")]
+    return name.strip()
+
+
+def decode(path, client="192.0.2.1"):
+    """The capture's RoCE v2 packets as dicts, in capture order."""
+    if not os.path.exists(path):
+        raise WireError(f"no capture at {path}")
+    try:
+        run = subprocess.run(["tshark", "-r", path, "--disable-protocol", "rpcordma", "-Y", "infiniband", "-T", "pdml"],
+                             capture_output=True, text=True, env=dict(os.environ, LANG="C"))
+    except FileNotFoundError:
+        raise WireError("tshark not found: scripts/install_deps.sh installs it (Debian package tshark)")
+    if run.returncode != 0:
+        # tshark warns about running as root on stderr; anything else is the reason.
+        reason = [l for l in run.stderr.splitlines() if l.strip() and "could be dangerous" not in l]
+        raise WireError(f"tshark -r {path} failed: {' '.join(reason) or 'exit ' + str(run.returncode)}")
+    packets = []
+    start = None
+    for pkt in ET.fromstring(run.stdout).iter("packet"):
+        protos = {p.get("name"): p for p in pkt.findall("proto")}
+        if "infiniband" not in protos:
+            continue
+        ib = _fields(protos["infiniband"])
+        frame = _fields(protos["frame"]) if "frame" in protos else {}
+        ip = _fields(protos["ip"]) if "ip" in protos else {}
+        t = float(frame.get("frame.time_epoch", ("0", ""))[0] or 0)
+        start = t if start is None else start
+        src = ip.get("ip.src", ("", ""))[0]
+        p = {
+            "time": round(t - start, 6),
+            "dir": "c>s" if src == client else "s>c",
+            "src": src,
+            "opcode": _opcode_name(ib["infiniband.bth.opcode"][1]) if "infiniband.bth.opcode" in ib else "?",
+            "opcode_number": _number(ib["infiniband.bth.opcode"][0]) if "infiniband.bth.opcode" in ib else None,
+            "psn": _number(ib["infiniband.bth.psn"][0]) if "infiniband.bth.psn" in ib else None,
+            "dqpn": _number(ib["infiniband.bth.destqp"][0]) if "infiniband.bth.destqp" in ib else None,
+            "ackreq": ib.get("infiniband.bth.a", ("0", ""))[0] in ("1", "True"),
+            "solicited": ib.get("infiniband.bth.se", ("0", ""))[0] in ("1", "True"),
+            "payload": 0,
+        }
+        p["payload"] = _payload_length(protos["infiniband"], ib)
+        if "infiniband.reth.va" in ib:
+            p["reth"] = {"va": _number(ib["infiniband.reth.va"][0]), "rkey": _number(ib["infiniband.reth.r_key"][0]),
+                         "length": _number(ib["infiniband.reth.dmalen"][0])}
+        if "infiniband.immdt" in ib:
+            p["immdt"] = ib["infiniband.immdt"][0].replace(":", "").lower()
+        if "infiniband.aeth.syndrome" in ib:
+            syndrome = _number(ib["infiniband.aeth.syndrome"][0])
+            kind, value = syndrome >> 5, syndrome & 0x1F
+            if kind == 0:
+                aeth = {"kind": "ACK", "credits": value}
+            elif kind == 1:
+                aeth = {"kind": "RNR NAK", "timer": value}
+            elif kind == 3:
+                aeth = {"kind": "NAK", "reason": NAK_REASONS.get(value, f"code {value}")}
+            else:
+                aeth = {"kind": f"syndrome 0x{syndrome:02x}"}
+            aeth["msn"] = _number(ib["infiniband.aeth.msn"][0]) if "infiniband.aeth.msn" in ib else None
+            p["aeth"] = aeth
+        if p["dqpn"] == 1 and "infiniband.mad.attributeid" in ib:
+            attribute = _number(ib["infiniband.mad.attributeid"][0])
+            p["cm"] = CM_MESSAGES.get(attribute, f"attribute 0x{attribute:04x}")
+        packets.append(p)
+    return packets
+
+
+def line(p):
+    flags = ("A" if p["ackreq"] else "-") + ("S" if p["solicited"] else "-")
+    psn = "-" if p["psn"] is None else f"0x{p['psn']:06x}"
+    qpn = "-" if p["dqpn"] is None else f"0x{p['dqpn']:x}"
+    what = []
+    if "cm" in p:
+        what.append(f"CM {p['cm']}")
+    if "reth" in p:
+        r = p["reth"]
+        what.append(f"RETH va=0x{r['va']:x} rkey=0x{r['rkey']:x} len={r['length']}")
+    if "immdt" in p:
+        what.append(f"ImmDt={p['immdt']}")
+    if "aeth" in p:
+        a = p["aeth"]
+        detail = {"ACK": lambda: f"credits {a['credits']}", "RNR NAK": lambda: f"timer {a['timer']}",
+                  "NAK": lambda: a["reason"]}.get(a["kind"], lambda: "")()
+        what.append(f"{a['kind']} ({detail}) MSN={a['msn']}" if detail else f"{a['kind']} MSN={a['msn']}")
+    return (f"{p['time']:9.6f} {p['dir']} {p['opcode']:<30} psn={psn:<8} qp={qpn:<5} {flags} "
+            f"len={p['payload']:<5} {' '.join(what)}").rstrip()
+
+
+def main(argv):
+    args = list(argv)
+    client, as_json = "192.0.2.1", False
+    if "--json" in args:
+        args.remove("--json")
+        as_json = True
+    if "--client" in args:
+        i = args.index("--client")
+        if i + 1 >= len(args):
+            print("wire: --client needs an address", file=sys.stderr)
+            return 2
+        client = args[i + 1]
+        del args[i:i + 2]
+    if len(args) != 1 or args[0].startswith("-"):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    try:
+        packets = decode(args[0], client)
+    except WireError as e:
+        print(f"wire: {e}", file=sys.stderr)
+        return 1
+    for p in packets:
+        print(json.dumps(p, sort_keys=True) if as_json else line(p))
+    if not packets:
+        print(f"wire: no RoCE v2 packet in {args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.dont_write_bytecode = True
+    sys.exit(main(sys.argv[1:]))

@@ -50,9 +50,21 @@ wait_for() {  # wait_for REGEX SECONDS WHAT
   exit 1
 }
 start_runner() {
+  # The last runner's tmux server is stopped first, and gone before a new one
+  # starts: a new-session that reached the old server while it was exiting
+  # died with it ("server exited unexpectedly", in a clean-clone run), and
+  # the runner never came up.
+  local i
   tmux -L "$sock" kill-server 2>/dev/null
-  tmux -L "$sock" new-session -d -x 150 -y 60 \
-    "WORKSHOP_STATE='$state' WORKSHOP_IDLE=600 BUILD_DIR='$build' scripts/workshop.sh watch; echo runner-exited-\$?; sleep 60"
+  for ((i = 0; i < 50; i++)); do tmux -L "$sock" list-sessions >/dev/null 2>&1 || break; sleep 0.1; done
+  for ((i = 0; i < 3; i++)); do
+    tmux -L "$sock" new-session -d -x 150 -y 60 \
+      "WORKSHOP_STATE='$state' WORKSHOP_IDLE=600 BUILD_DIR='$build' scripts/workshop.sh watch; echo runner-exited-\$?; sleep 60" \
+      2>/dev/null && tmux -L "$sock" has-session 2>/dev/null && return 0
+    sleep 0.5
+  done
+  fail "tmux would not start the runner's session"
+  exit 1
 }
 # Nothing of that runner's guest may be left: its rxe_vm.sh and qemu share a
 # process group, named in guest.pid while it runs. (A killed rxe_vm.sh is a

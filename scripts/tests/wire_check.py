@@ -58,7 +58,7 @@ def field(pattern, text, what, base=16):
 
 
 def first_copies(packets):
-    """The client's packets with those sent again left out (a PSN no higher than one before), and those."""
+    """One side's packets with those sent again left out (a PSN no higher than one before), and those."""
     kept, again, highest = [], [], None
     for p in packets:
         step = None if highest is None or p["psn"] is None else (p["psn"] - highest) % (1 << 24)
@@ -129,7 +129,8 @@ def check_acks(c, packets, last_psn, messages):
 
 
 def stage_05(out, packets, c):
-    size, slots = 3000, 2
+    slots = field(r"^\[server\] landing region: .*: (\d+) slots of \d+ bytes", out, "server's slot count", 10)
+    size = field(r"^\[server\] landing region: .*: \d+ slots of (\d+) bytes", out, "server's slot size", 10)
     mtu = field(r"^\[client\].*path_mtu (\d+)", out, "client path_mtu", 10)
     base = field(r"^\[client\] server .* bytes at 0x([0-9a-f]+)", out, "region address")
     rkey = field(r"^\[client\] server .*rkey 0x([0-9a-f]+)", out, "rkey")
@@ -191,14 +192,13 @@ def main(argv):
         c.expect(booted.returncode == 0, f"the pair should boot and run every stage (rxe_vm.sh exit {booted.returncode})")
         for stage in stages:
             print(f"== {stage}")
-            status_path = os.path.join(work, f"{stage}.status")
-            status = open(status_path).read().strip() if os.path.exists(status_path) else "none"
-            if not c.expect(status == "0", f"{stage}'s run across the pair should succeed (exit {status})"):
-                if os.path.exists(os.path.join(work, f"{stage}.out")):
-                    decoded(os.path.join(work, f"{stage}.pcap"), os.path.join(work, f"{stage}.out"))
-                continue
-            out, packets = decoded(os.path.join(work, f"{stage}.pcap"), os.path.join(work, f"{stage}.out"))
-            STAGES[stage][1](out, packets, c)
+            base = os.path.join(work, stage)
+            status = open(base + ".status").read().strip() if os.path.exists(base + ".status") else "none"
+            ran = c.expect(status == "0", f"{stage}'s run across the pair should succeed (exit {status})")
+            if os.path.exists(base + ".out"):
+                out, packets = decoded(base + ".pcap", base + ".out")
+                if ran:
+                    STAGES[stage][1](out, packets, c)
     finally:
         import shutil
         shutil.rmtree(work, ignore_errors=True)

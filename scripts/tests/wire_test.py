@@ -20,14 +20,8 @@ sys.path.insert(0, os.path.join(root, "scripts", "tests"))
 import wire  # noqa: E402
 import wire_check  # noqa: E402
 
-failed = 0
-
-
-def expect(ok, what):
-    global failed
-    print(("ok: " if ok else "FAILED: ") + what)
-    failed += not ok
-
+checks = wire_check.Checks()
+expect = checks.expect
 
 if shutil.which("tshark") is None:
     print("skip: tshark is not installed (scripts/install_deps.sh installs it with the guest's packages)")
@@ -92,5 +86,5 @@ with tempfile.NamedTemporaryFile(suffix=".pcap") as junk:
 expect(wire_check.segments(0, 1024) == 1 and wire_check.segments(1024, 1024) == 1 and wire_check.segments(1025, 1024) == 2,
        "a message's packet count at a path MTU")
 
-print("every check held" if failed == 0 else f"{failed} check(s) failed")
-sys.exit(1 if failed else 0)
+print("every check held" if checks.failed == 0 else f"{checks.failed} check(s) failed")
+sys.exit(1 if checks.failed else 0)

@@ -27,9 +27,13 @@ import xml.etree.ElementTree as ET
 # 0 ACK, 1 RNR NAK, 3 NAK) and a NAK's code; tshark shows them as numbers.
 NAK_REASONS = {0: "PSN sequence error", 1: "invalid request", 2: "remote access error",
                3: "remote operational error", 4: "invalid RD request"}
-CM_MESSAGES = {0x0010: "ClassPortInfo", 0x0011: "MRA", 0x0012: "REJ", 0x0013: "REQ", 0x0014: "REP",
-               0x0015: "RTU", 0x0016: "DREQ", 0x0017: "DREP", 0x0018: "SIDR_REQ", 0x0019: "SIDR_REP",
-               0x001a: "LAP", 0x001b: "APR"}
+# The connection manager's messages by MAD attribute ID (the kernel's
+# drivers/infiniband/core/cm_msgs.h; ClassPortInfo is the MAD classes' own).
+CM_MESSAGES = {0x0001: "ClassPortInfo", 0x0010: "REQ", 0x0011: "MRA", 0x0012: "REJ", 0x0013: "REP",
+               0x0014: "RTU", 0x0015: "DREQ", 0x0016: "DREP", 0x0017: "SIDR_REQ", 0x0018: "SIDR_REP",
+               0x0019: "LAP", 0x001a: "APR"}
+# A REJ's reason (enum ib_cm_rej_reason, include/rdma/ib_cm.h), the two rdma_cm sends.
+CM_REJ_REASONS = {8: "invalid service ID: nobody listens", 28: "consumer defined: rdma_reject"}
 
 
 class WireError(Exception):
@@ -62,7 +66,7 @@ def _payload_length(proto, ib):
             end = max(end or 0, int(pos) + int(size))
         elif name == "infiniband.invariant.crc":
             crc = int(pos)
-    if end is None or crc is None or "infiniband.mad.attributeid" in ib:
+    if end is None or crc is None:
         return 0
     pad = int(ib.get("infiniband.bth.padcnt", ("0", ""))[0] or 0)
     return max(crc - end - pad, 0)
@@ -78,7 +82,11 @@ def _opcode_name(showname):
     name = showname.split(" - ", 1)[-1] if " - " in showname else showname.split(":", 1)[-1]
     if name.endswith(")") and "(" in name:
         name = name[:name.rindex("(")]
-    return name.strip()
+    name = name.strip()
+    if "(UD)" in showname:
+        # "SEND only" of Unreliable Datagram: QP 1's MADs (the connection manager's).
+        name = "UD " + name.replace(" only", " Only")
+    return name
 
 
 def decode(path, client="192.0.2.1"):
@@ -140,6 +148,17 @@ def decode(path, client="192.0.2.1"):
         if p["dqpn"] == 1 and "infiniband.mad.attributeid" in ib:
             attribute = _number(ib["infiniband.mad.attributeid"][0])
             p["cm"] = CM_MESSAGES.get(attribute, f"attribute 0x{attribute:04x}")
+            # What REQ and REP say of the QP they connect (the QPN, the first PSN it
+            # sends, the RDMA Reads it serves and makes at once), and a REJ's reason.
+            for key, field in (("qpn", "localqpn"), ("psn", "startpsn"), ("responder_resources", "responderres"),
+                               ("responder_resources", "respres"), ("initiator_depth", "initdepth")):
+                name = f"infiniband.cm.{p['cm'].lower()}.{field}"
+                if name in ib:
+                    p.setdefault("cm_fields", {})[key] = _number(ib[name][0])
+            if "infiniband.cm.req.pppmtu" in ib:
+                p["cm_fields"]["path_mtu"] = 128 << _number(ib["infiniband.cm.req.pppmtu"][0])
+            if "infiniband.cm.rej.reason" in ib:
+                p.setdefault("cm_fields", {})["reason"] = _number(ib["infiniband.cm.rej.reason"][0])
         packets.append(p)
     return packets
 
@@ -150,7 +169,14 @@ def line(p):
     qpn = "-" if p["dqpn"] is None else f"0x{p['dqpn']:x}"
     what = []
     if "cm" in p:
-        what.append(f"CM {p['cm']}")
+        f = p.get("cm_fields", {})
+        cm = [f"CM {p['cm']}"]
+        if "qpn" in f:
+            cm.append(f"qpn=0x{f['qpn']:x} psn=0x{f['psn']:06x} resp_res={f.get('responder_resources')} "
+                      f"init_depth={f.get('initiator_depth')}" + (f" mtu={f['path_mtu']}" if "path_mtu" in f else ""))
+        if "reason" in f:
+            cm.append(f"({CM_REJ_REASONS.get(f['reason'], 'reason ' + str(f['reason']))})")
+        what.append(" ".join(cm))
     if "reth" in p:
         r = p["reth"]
         what.append(f"RETH va=0x{r['va']:x} rkey=0x{r['rkey']:x} len={r['length']}")

@@ -19,6 +19,10 @@
 #         and the RoCE v2 packets that crossed the wire: tcpdump on the first
 #         guest's eth0 writes FILE (a pcap), then scripts/wire.py lists them,
 #         one line each, decoded by tshark
+#   05_write_imm/run.sh --exercise NAME [ARGS...] [--client ARGS...]
+#         an exercise's program (NAME.cpp in the stage's exercises/, as it
+#         is now: shipped broken, or your fix) in place of the stage's own,
+#         for both peers: with --pair --capture, its packets
 #
 # Builds first if needed (into $BUILD_DIR, default build/). Runs here when
 # this machine has an ACTIVE RDMA port, otherwise inside the throwaway
@@ -40,13 +44,15 @@ if [[ -z "$program" ]]; then
   exit 2
 fi
 
-pair=0 both=() client_only=() target=both capture="" want_capture=0
+pair=0 both=() client_only=() target=both capture="" want_capture=0 exercise="" want_exercise=0
 for arg in "$@"; do
   case "$arg" in
     -h|--help) [[ $target == both ]] && { usage; exit 0; } ;;
   esac
   if [[ $want_capture == 1 ]]; then capture=$arg; want_capture=0
+  elif [[ $want_exercise == 1 ]]; then exercise=$arg; want_exercise=0
   elif [[ "$arg" == --capture && $target == both ]]; then want_capture=1
+  elif [[ "$arg" == --exercise && $target == both ]]; then want_exercise=1
   elif [[ "$arg" == --pair && $target == both ]]; then pair=1
   elif [[ "$arg" == --client && $target == both ]]; then target=client_only
   elif [[ $target == both ]]; then both+=("$arg")
@@ -60,6 +66,25 @@ if [[ -z "${RXE_VM:-}" && -z "${RDMA_TUTORIAL_BUILT:-}" ]]; then
   build_tree "$build" || { echo "run: the build failed" >&2; exit 1; }
 fi
 exe="$build/subprojects/$stage/$program"
+if [[ $want_exercise == 1 ]]; then
+  echo "run: --exercise takes an exercise's name (scripts/check_exercise.sh --list)" >&2
+  exit 2
+fi
+if [[ -n "$exercise" ]]; then
+  exercise=${exercise%.cpp}
+  exercise=${exercise##*/}
+  if [[ ! -f "$stage/exercises/$exercise.cpp" ]]; then
+    echo "run: $stage has no exercise '$exercise' (scripts/check_exercise.sh --list shows them)" >&2
+    exit 2
+  fi
+  # Exercises are built on demand (never by a plain ninja), here on the host.
+  exe="$build/subprojects/$stage/exercises/$exercise"
+  if [[ -z "${RXE_VM:-}" && "${RDMA_TUTORIAL_BUILT:-}" != exercises ]]; then
+    log=$(ninja -C "$build" "subprojects/$stage/exercises/$exercise" 2>&1) ||
+      { printf '%s\n' "$log" >&2; echo "run: exercise $exercise does not build" >&2; exit 1; }
+  fi
+  [[ -x "$exe" ]] || { echo "run: $exe is not built (ninja -C $build subprojects/$stage/exercises/$exercise, on the host)" >&2; exit 1; }
+fi
 
 two_peers=0 clients=0
 help_text=$("$exe" --help 2>/dev/null)

@@ -3,7 +3,8 @@
 against what their chapters say goes over the wire (the vm suite's wire
 check: it boots the pair from this host).
 
-  wire_check.py SOURCE_ROOT BUILD_DIR [STAGE...]   (default: every stage below)
+  wire_check.py [--keep DIR] SOURCE_ROOT BUILD_DIR [STAGE|docs/CHAPTER.md:LINE...]
+                 (default: every run the chapters show; --keep DIR keeps the captures)
 
 One pair of guests (scripts/rxe_vm.sh --pair) runs each stage's run.sh with
 --pair --capture (tcpdump on the first guest's eth0); the captures are
@@ -75,67 +76,121 @@ def segments(length, mtu):
     return max(1, -(-length // mtu))
 
 
-def check_message_packets(c, packets, messages, first_psn, dqpn, mtu):
-    """messages: (kind, length, va, rkey, imm or None) in posting order; kind 'write' or 'send'.
-    Checks the client's packets against them; returns the last PSN."""
-    data, again = first_copies([p for p in packets if p["dir"] == "c>s"])
+def is_request(p):
+    """A packet of a connection's data: not an ACK, not a connection manager MAD on QP 1."""
+    return p["opcode"] != "Acknowledge" and "cm" not in p and not p["opcode"].startswith("RDMA READ response")
+
+
+def check_message_packets(c, packets, messages, first_psn, dqpn, mtu, side="c>s"):
+    """messages: (kind, length, va, rkey, imm or None) in posting order; kind 'write', 'send' or 'read'.
+    Checks SIDE's requests against them; returns the last PSN they take (a Read's response takes one per packet)."""
+    who = "client" if side == "c>s" else "server"
+    data, again = first_copies([p for p in packets if p["dir"] == side and is_request(p)])
     for p in again:
         print(f"  (sent again: {p['opcode']} psn=0x{p['psn']:06x}, {p['time']:.6f} s)")
-    expected = []
+    expected = []  # (opcode, payload, va, rkey, length, imm, ackreq, psns it takes)
     for kind, length, va, rkey, imm in messages:
+        if kind == "read":
+            expected.append(("RDMA READ Request", 0, va, rkey, length, None, True, segments(length, mtu)))
+            continue
         name = "RDMA WRITE" if kind == "write" else "SEND"
         n = segments(length, mtu)
         tail = " with Immediate" if imm is not None else ""
         if n == 1:
-            expected.append((f"{name} Only{tail}", length, va, rkey, length, imm, True))
+            expected.append((f"{name} Only{tail}", length, va, rkey, length, imm, True, 1))
         else:
             for i in range(n):
                 part = "First" if i == 0 else ("Last" + tail if i == n - 1 else "Middle")
                 size = mtu if i < n - 1 else length - mtu * (n - 1)
                 expected.append((f"{name} {part}", size, va if i == 0 else None, rkey if i == 0 else None,
-                                 length if i == 0 else None, imm if i == n - 1 else None, i == n - 1))
+                                 length if i == 0 else None, imm if i == n - 1 else None, i == n - 1, 1))
     c.expect([p["opcode"] for p in data] == [e[0] for e in expected],
-             f"the client's packets, in order: {', '.join(e[0] for e in expected)} "
+             f"the {who}'s requests, in order: {', '.join(e[0] for e in expected)} "
              f"(seen: {', '.join(p['opcode'] for p in data) or 'none'})")
-    psns = [p["psn"] for p in data]
-    c.expect(psns == [(first_psn + i) % (1 << 24) for i in range(len(psns))],
-             f"their PSNs count up by one from the client's sq_psn 0x{first_psn:06x}")
-    c.expect(all(p["dqpn"] == dqpn for p in data), f"each goes to the server's QP 0x{dqpn:x}")
-    for p, (opcode, size, va, rkey, length, imm, ackreq) in zip(data, expected):
+    want, psn = [], first_psn
+    for e in expected:
+        want.append(psn)
+        psn = (psn + e[7]) % (1 << 24)
+    c.expect([p["psn"] for p in data] == want[:len(data)],
+             f"their PSNs count packets from the {who}'s first PSN 0x{first_psn:06x}")
+    c.expect(all(p["dqpn"] == dqpn for p in data), f"each goes to the peer's QP 0x{dqpn:x}")
+    for p, (opcode, size, va, rkey, length, imm, ackreq, _) in zip(data, expected):
         where = f"{opcode} psn 0x{p['psn']:06x}"
         c.expect(p["payload"] == size, f"{where}: {size} payload bytes (seen {p['payload']})")
-        if va is not None and opcode.startswith("RDMA WRITE"):
+        if va is not None and opcode.startswith("RDMA"):
             r = p.get("reth")
             c.expect(r is not None and (r["va"], r["rkey"], r["length"]) == (va, rkey, length),
                      f"{where}: RETH va 0x{va:x}, rkey 0x{rkey:x}, length {length}" +
                      ("" if r is None else f" (seen 0x{r['va']:x}, 0x{r['rkey']:x}, {r['length']})"))
         elif "reth" in p:
-            c.expect(False, f"{where}: no RETH (only a write's first or only packet has one)")
+            c.expect(False, f"{where}: no RETH (only a write's first or only packet, or a Read, has one)")
         if imm is not None:
             c.expect(p.get("immdt") == f"{imm:08x}", f"{where}: ImmDt {imm:08x} (seen {p.get('immdt')})")
         else:
             c.expect("immdt" not in p, f"{where}: no ImmDt")
         c.expect(p["ackreq"] == ackreq, f"{where}: AckReq {'set' if ackreq else 'clear'}, on a message's last packet only")
-    return psns[-1] if psns else None
+    return (psn - 1) % (1 << 24) if data else None
 
 
-def check_acks(c, packets, last_psn, messages):
-    back = [p for p in packets if p["dir"] == "s>c"]
-    c.expect(bool(back) and all(p["opcode"] == "Acknowledge" and p.get("aeth", {}).get("kind") == "ACK" for p in back),
-             f"what comes back is ACKs only ({len(back)}: {', '.join(sorted(set(p['opcode'] for p in back)))})")
+def check_acks(c, packets, last_psn, messages, side="s>c"):
+    """SIDE's ACKs (for the other side's requests): ACKs only, the last covering LAST_PSN and MESSAGES."""
+    back = [p for p in packets if p["dir"] == side and p["opcode"] == "Acknowledge"]
+    c.expect(bool(back) and all(p.get("aeth", {}).get("kind") == "ACK" for p in back),
+             f"the {side} acknowledgements are ACKs ({len(back)}: "
+             f"{', '.join(sorted(set(p.get('aeth', {}).get('kind', '?') for p in back)))})")
     if back and last_psn is not None:
         c.expect(back[-1]["psn"] == last_psn and back[-1]["aeth"]["msn"] == messages,
-                 f"the last ACK covers the last packet (psn 0x{last_psn:06x}) and all {messages} messages (MSN)")
+                 f"the last covers the last packet (psn 0x{last_psn:06x}) and all {messages} messages (MSN "
+                 f"{back[-1]['aeth']['msn']})")
+
+
+def check_nak(c, packets, kind, psn, msn, side="s>c"):
+    """The connection's one answer after its ACKs: KIND ("NAK remote access error", "RNR NAK") at PSN, MSN."""
+    naks = [p for p in packets if p["dir"] == side and p.get("aeth", {}).get("kind", "ACK") != "ACK"]
+    c.expect(bool(naks) and all(f"{p['aeth']['kind']} {p['aeth'].get('reason', '')}".strip() == kind and
+                                p["psn"] == psn and p["aeth"]["msn"] == msn for p in naks),
+             f"{kind} at psn 0x{psn:06x}, MSN {msn} (seen: " +
+             ", ".join(f"{p['aeth']['kind']} {p['aeth'].get('reason', p['aeth'].get('timer', ''))} "
+                       f"0x{p['psn']:06x} MSN {p['aeth']['msn']}" for p in naks) + ")")
+    return naks
+
+
+def cm_messages(packets):
+    return [(p["dir"], p["cm"]) for p in packets if "cm" in p]
+
+
+def check_cm(c, packets, ending):
+    """rdma_cm's MADs on QP 1: REQs refused while nobody listened, then REQ, REP, RTU, and ENDING."""
+    seen = cm_messages(packets)
+    refused = 0
+    while seen[2 * refused:2 * refused + 2] == [("c>s", "REQ"), ("s>c", "REJ")]:
+        refused += 1
+    c.expect(seen[2 * refused:] == [("c>s", "REQ"), ("s>c", "REP"), ("c>s", "RTU")] + ending,
+             f"the CM MADs: a REQ and a REJ for each try before the server listened ({refused}), then REQ, REP, "
+             f"RTU, {', '.join(d + ' ' + m for d, m in ending)} (seen: {', '.join(d + ' ' + m for d, m in seen)})")
+    rejs = [p for p in packets if p.get("cm") == "REJ"]
+    c.expect(all(p.get("cm_fields", {}).get("reason") == 8 for p in rejs), "every REJ says invalid service ID (8): nobody listened")
+    req = [p.get("cm_fields", {}) for p in packets if p.get("cm") == "REQ"]
+    rep = [p.get("cm_fields", {}) for p in packets if p.get("cm") == "REP"]
+    if not c.expect(bool(req) and bool(rep) and "qpn" in req[-1] and "qpn" in rep[-1],
+                    "the last REQ and the REP name their QPs and first PSNs"):
+        return None
+    return req[-1], rep[-1]
+
+
+def tcp_endpoints(out):
+    """What a TCP-handshake stage's client (04, 05) printed of its connection: path MTU, the server's QPN, its sq_psn."""
+    return (field(r"^\[client\].*path_mtu (\d+)", out, "client path_mtu", 10),
+            field(r"^\[client\] server .*qp_num 0x([0-9a-f]+)", out, "server QPN"),
+            field(r"^\[client\] QP .*sq_psn 0x([0-9a-f]+)", out, "client sq_psn"))
 
 
 def stage_05(out, packets, c):
     slots = field(r"^\[server\] landing region: .*: (\d+) slots of \d+ bytes", out, "server's slot count", 10)
     size = field(r"^\[server\] landing region: .*: \d+ slots of (\d+) bytes", out, "server's slot size", 10)
-    mtu = field(r"^\[client\].*path_mtu (\d+)", out, "client path_mtu", 10)
+    mtu, dqpn, psn = tcp_endpoints(out)
     base = field(r"^\[client\] server .* bytes at 0x([0-9a-f]+)", out, "region address")
     rkey = field(r"^\[client\] server .*rkey 0x([0-9a-f]+)", out, "rkey")
-    dqpn = field(r"^\[client\] server .*qp_num 0x([0-9a-f]+)", out, "server QPN")
-    psn = field(r"^\[client\] QP .*sq_psn 0x([0-9a-f]+)", out, "client sq_psn")
     messages = []
     for m in re.finditer(r"^\[client\] Write with Immediate: (\d+) bytes(?: into slot (\d+))?, imm 0x([0-9a-f]+)", out, re.M):
         length, slot, imm = int(m.group(1)), int(m.group(2) or 0), int(m.group(3), 16)
@@ -147,9 +202,7 @@ def stage_05(out, packets, c):
 
 
 def stage_04(out, packets, c):
-    mtu = field(r"^\[client\].*path_mtu (\d+)", out, "client path_mtu", 10)
-    dqpn = field(r"^\[client\] server .*qp_num 0x([0-9a-f]+)", out, "server QPN")
-    psn = field(r"^\[client\] QP .*sq_psn 0x([0-9a-f]+)", out, "client sq_psn")
+    mtu, dqpn, psn = tcp_endpoints(out)
     va = field(r"^\[client\] RDMA Write: \d+ bytes to 0x([0-9a-f]+)", out, "write address")
     rkey = field(r"^\[client\] RDMA Write: .*rkey 0x([0-9a-f]+)", out, "rkey")
     length = field(r"^\[client\] RDMA Write: (\d+) bytes", out, "write length", 10)
@@ -159,18 +212,320 @@ def stage_04(out, packets, c):
     check_acks(c, packets, last, len(messages))
 
 
-# Each stage's main run as its chapter's "On the wire" shows it, and its check.
-STAGES = {"04_rdma_write": (["--size", "3000"], stage_04),
-          "05_write_imm": (["--size", "3000", "--slots", "2"], stage_05)}
+def stage_06(out, packets, c):
+    records = field(r"^\[client 1\] sent (\d+) records and END", out, "client's record count", 10)
+    window = field(r"^\[client 1\] server .*window (\d+) slots of \d+ bytes", out, "window", 10)
+    size = field(r"^\[client 1\] server .*window \d+ slots of (\d+) bytes", out, "record size", 10)
+    dqpn = field(r"^\[server\] client 1 .*: QP 0x([0-9a-f]+) on the SRQ", out, "server's QP")
+    cqpn = field(r"^\[server\] client 1 .*on the SRQ <-> QP 0x([0-9a-f]+)", out, "client's QP")
+    rkey = field(r"^\[server\] client 1 .*\(rkey 0x([0-9a-f]+)\)", out, "window rkey")
+    credit = field(r"^\[server\] client 1 .*credit word at 0x([0-9a-f]+)", out, "credit word")
+    mtu = field(r"^\[client 1\].*path_mtu (\d+)", out, "path_mtu", 10)
+    writes = [p for p in packets if p["dir"] == "c>s" and is_request(p)]
+    if not c.expect(bool(writes) and "reth" in writes[0], "the client's first write is on the wire, with its RETH"):
+        return
+    base, psn = writes[0]["reth"]["va"], writes[0]["psn"]
+    messages = [("write", size, base + (n % window) * size, rkey, 0x01000000 | (n % window)) for n in range(records)]
+    messages.append(("write", 0, base + (records % window) * size, rkey, 0x02000000 | records))
+    last = check_message_packets(c, packets, messages, psn, dqpn, mtu)
+    check_acks(c, packets, last, len(messages))
+    credits, _ = first_copies([p for p in packets if p["dir"] == "s>c" and is_request(p)])
+    c.expect(len(credits) >= 2 and all(p["opcode"] == "RDMA WRITE Only" and p["payload"] == 8 and p["dqpn"] == cqpn and
+                                       p["reth"]["va"] == credit for p in credits),
+             f"the server's requests are credit returns: RDMA WRITE Only, 8 bytes, to the credit word 0x{credit:x} "
+             f"on the client's QP 0x{cqpn:x}, at least 2 ({len(credits)})")
+    window_end = next((p["time"] for p in writes if p["immdt"] == f"{0x01000000:08x}" and p is not writes[0]), None)
+    c.expect(window_end is None or any(p["time"] < window_end for p in credits),
+             f"the client's record {window} (slot 0 again) goes out only after a credit return came in")
+    c.expect(credits and credits[-1]["time"] > writes[-1]["time"], "the last credit return comes after END")
+    if credits:
+        check_acks(c, packets, credits[-1]["psn"], len(credits), side="c>s")
+
+
+def stage_07(out, packets, c):
+    size = field(r"^\[client\] RDMA Write: (\d+) bytes to", out, "write size", 10)
+    va = field(r"^\[client\] ESTABLISHED: .*region: \d+ bytes at 0x([0-9a-f]+)", out, "region address")
+    rkey = field(r"^\[client\] ESTABLISHED: .*rkey 0x([0-9a-f]+)", out, "rkey")
+    cm = check_cm(c, packets, [("c>s", "DREQ"), ("s>c", "DREP")])
+    if cm is None:
+        return
+    req, rep = cm
+    c.expect(rep["responder_resources"] == 1 and req["initiator_depth"] == 1,
+             "the REQ asks for one RDMA Read at once (initiator depth 1) and the REP grants it (responder resources 1)")
+    mtu = req["path_mtu"]
+    messages = [("write", size, va, rkey, None), ("read", size, va, rkey, None), ("send", 8, None, None, None)]
+    # Each side's message carries the PSN it will receive from: the client sends from the REP's.
+    last = check_message_packets(c, packets, messages, rep["psn"], rep["qpn"], mtu)
+    read = next((p for p in packets if p["opcode"] == "RDMA READ Request"), None)
+    responses = [p for p in packets if p["opcode"].startswith("RDMA READ response")]
+    n = segments(size, mtu)
+    names = ["RDMA READ response Only"] if n == 1 else \
+        ["RDMA READ response First"] + ["RDMA READ response Middle"] * (n - 2) + ["RDMA READ response Last"]
+    c.expect([p["opcode"] for p in responses] == names and read is not None and
+             [p["psn"] for p in responses] == [(read["psn"] + i) % (1 << 24) for i in range(n)] and
+             sum(p["payload"] for p in responses) == size and all(p["dir"] == "s>c" and p["dqpn"] == req["qpn"] for p in responses),
+             f"the Read is answered by {', '.join(names)}: {size} bytes, one PSN each from the Request's, to the client's QP")
+    check_acks(c, packets, last, 3)
+
+
+def stage_08(out, packets, c):
+    m = re.search(r"^\[client\] rounds: (\d+) after a warm-up, (\d+) x (\d+) bytes each way, 1 Send in (\d+) solicited", out, re.M)
+    if not c.expect(m is not None, "the client printed its rounds with --solicited-every"):
+        return
+    rounds, burst, size, every = (int(g) for g in m.groups())
+    mtu = field(r"^\[client\].*path_mtu (\d+)", out, "client path_mtu", 10)
+    for side, who, peer in (("c>s", "client", "server"), ("s>c", "server", "client")):
+        psn = field(rf"^\[{who}\] QP .*sq_psn 0x([0-9a-f]+)", out, f"{who}'s sq_psn")
+        dqpn = field(rf"^\[{peer}\] QP 0x([0-9a-f]+):", out, f"{peer}'s QP")
+        sends = (rounds + 1) * burst
+        last = check_message_packets(c, packets, [("send", size, None, None, None)] * sends, psn, dqpn, mtu, side)
+        data, _ = first_copies([p for p in packets if p["dir"] == side and is_request(p)])
+        c.expect([p["solicited"] for p in data] == [i % burst % every == every - 1 for i in range(sends)],
+                 f"the {who}'s Sends carry the Solicited Event bit on every {every}th of each burst of {burst}, none other")
+        check_acks(c, packets, last, sends, side="s>c" if side == "c>s" else "c>s")
+
+
+def stage_09(out, packets, c):
+    records = field(r"^\[client 1\] sent (\d+) records and END", out, "client's record count", 10)
+    cm = check_cm(c, packets, [("c>s", "DREQ"), ("s>c", "DREP")])
+    if cm is None:
+        return
+    req, rep = cm
+    first = field(r"^\[client 1\] ESTABLISHED: .*granted slots (\d+)\.\.", out, "granted slots", 10)
+    last_slot = field(r"^\[client 1\] ESTABLISHED: .*granted slots \d+\.\.(\d+)", out, "granted slots", 10)
+    size = field(r"^\[client 1\] ESTABLISHED: .*\(\d+ of (\d+) bytes\)", out, "slot size", 10)
+    base = field(r"^\[client 1\] ESTABLISHED: .* at 0x([0-9a-f]+), window rkey", out, "granted address")
+    rkey = field(r"^\[client 1\] ESTABLISHED: .*window rkey 0x([0-9a-f]+)", out, "window rkey")
+    slots = last_slot - first + 1
+    messages = [("write", size, base + (n % slots) * size, rkey, 0x01000000 | (first + n % slots)) for n in range(records)]
+    messages.append(("write", 0, base + (records % slots) * size, rkey, 0x02000000 | records))
+    # Each side's message carries the PSN it will receive from: the client sends from the REP's, the server from the REQ's.
+    last = check_message_packets(c, packets, messages, rep["psn"], rep["qpn"], req["path_mtu"])
+    check_acks(c, packets, last, len(messages))
+    writes = [p for p in packets if p["dir"] == "c>s" and is_request(p)]
+    edges, _ = first_copies([p for p in packets if p["dir"] == "s>c" and is_request(p)])
+    c.expect([p["psn"] for p in edges] == [(req["psn"] + i) % (1 << 24) for i in range(len(edges))],
+             f"the server's PSNs count from the REQ's starting PSN 0x{req['psn']:06x}")
+    c.expect(len(edges) >= 2 and all(p["opcode"] == "RDMA WRITE Only" and p["payload"] == 8 and p["dqpn"] == req["qpn"] and
+                                     p["reth"]["va"] == edges[0]["reth"]["va"] for p in edges),
+             f"the server's requests are credit edges: RDMA WRITE Only, 8 bytes, one address, on the client's QP ({len(edges)})")
+    c.expect(bool(edges) and bool(writes) and edges[0]["time"] < writes[0]["time"],
+             "the first edge comes before the client's first write: the window is bound before the client may use it")
+    c.expect(rkey >> 8 != edges[0]["reth"]["rkey"] >> 8 if edges else False,
+             f"the client's writes carry the memory window's rkey 0x{rkey:x}, not a region's")
+
+
+def exercise_no_remote_write(out, packets, c):
+    mtu, dqpn, psn = tcp_endpoints(out)
+    length = field(r"^\[client\] RDMA Write: (\d+) bytes", out, "write length", 10)
+    va = field(r"^\[client\] RDMA Write: \d+ bytes to 0x([0-9a-f]+)", out, "write address")
+    rkey = field(r"^\[client\] RDMA Write: .*rkey 0x([0-9a-f]+)", out, "rkey")
+    check_message_packets(c, packets, [("write", length, va, rkey, None)], psn, dqpn, mtu)
+    naks = check_nak(c, packets, "NAK remote access error", psn, 0)
+    c.expect(len([p for p in packets if p["dir"] == "s>c"]) == len(naks) == 1,
+             "the server answers the whole write with one NAK, at its first packet's PSN, and nothing else")
+
+
+def exercise_flag_past_the_end(out, packets, c):
+    base = field(r"^\[server\] landing region: \d+ bytes at 0x([0-9a-f]+)", out, "landing region")
+    region = field(r"^\[server\] landing region: (\d+) bytes", out, "region size", 10)
+    writes = [p for p in packets if p["dir"] == "c>s" and is_request(p)]
+    flag = writes[-1] if writes else None
+    c.expect(flag is not None and flag["reth"]["length"] == 8 and flag["reth"]["va"] == base + region,
+             f"the flag write's RETH names the 8 bytes after the region's {region} (0x{base + region:x})")
+    if flag:
+        check_nak(c, packets, "NAK remote access error", flag["psn"], len(writes) - 1)
+
+
+def exercise_no_recv_posted(out, packets, c):
+    psn = field(r"^\[client\] QP .*sq_psn 0x([0-9a-f]+)", out, "client sq_psn")
+    retries = field(r"^\[client\] QP .*rnr_retry (\d+)", out, "client rnr_retry", 10)
+    writes = [p for p in packets if p["dir"] == "c>s"]
+    c.expect(len(writes) == retries + 1 and all(p["psn"] == psn and p.get("immdt") == "12345678" for p in writes),
+             f"the first Write with Immediate, sent {retries + 1} times (rnr_retry {retries}), one PSN, ImmDt 12345678")
+    naks = [p for p in packets if p["dir"] == "s>c"]
+    c.expect(len(naks) == len(writes) and all(p.get("aeth") == {"kind": "RNR NAK", "timer": 12, "msn": 0} for p in naks),
+             "each answered by an RNR NAK with the server's min_rnr_timer 12, MSN 0")
+
+
+def exercise_no_responder_resources(out, packets, c):
+    cm = check_cm(c, packets, [("s>c", "DREQ"), ("c>s", "DREP")])
+    c.expect(cm is not None and cm[1]["responder_resources"] == 0, "the REP grants responder resources 0")
+    c.expect(not any(p["opcode"] == "RDMA READ Request" for p in packets),
+             "no RDMA Read Request goes out: the client's QP may have none outstanding (max_rd_atomic 0)")
+    writes = [p for p in packets if p["dir"] == "c>s" and is_request(p)]
+    if writes:
+        check_acks(c, packets, writes[-1]["psn"], 1)
+
+
+def exercise_window_without_remote_write(out, packets, c):
+    rkey = field(r"^\[client 1\] ESTABLISHED: .*window rkey 0x([0-9a-f]+)", out, "window rkey")
+    writes = [p for p in packets if p["dir"] == "c>s" and is_request(p)]
+    c.expect(bool(writes) and all(p["reth"]["rkey"] == rkey for p in writes), f"the client's writes carry the window's rkey 0x{rkey:x}")
+    if writes:
+        check_nak(c, packets, "NAK remote access error", writes[0]["psn"], 0)
+
+
+# The chapters' "On the wire" runs: a ```text block whose first line is
+# "$ NN_stage/run.sh --pair --capture FILE ARGS...", then what the run printed
+# and its packets, as run.sh lists them ("..." for lines left out). An
+# <!-- exit: N --> line before it gives the run's status (default 0).
+BLOCK = re.compile(r"(?:<!-- exit: (\d+) -->\n)?```text\n\$ (\d\d_\w+)/run\.sh --pair --capture \S+((?: \S+)*)\n(.*?)```",
+                   re.S)
+PACKET = re.compile(r"^\s*\d+\.\d{6} (c>s|s>c) (\S+)")
+LABEL = re.compile(r"^\[([^\]]+)\] ")
+
+
+def chapter_runs(root):
+    """Every "On the wire" run of the chapters: dicts of stage, args, exit, expected lines, chapter:line."""
+    runs = []
+    for name in sorted(os.listdir(os.path.join(root, "docs"))):
+        if not re.match(r"\d\d-.*\.md$", name):
+            continue
+        text = open(os.path.join(root, "docs", name), encoding="utf-8").read()
+        for m in BLOCK.finditer(text):
+            runs.append({"stage": m.group(2), "args": m.group(3).split(), "exit": int(m.group(1) or 0),
+                         "expected": m.group(4).rstrip("\n").split("\n"), "where": f"docs/{name}:{text.count(chr(10), 0, m.start()) + 1}"})
+    return runs
+
+
+def mask(line):
+    """A line with what differs from run to run masked, as the docs suite masks console output: hex numbers
+    (addresses, rkeys, QPNs, PSNs), the listing's times, durations, TCP ports; runs of spaces as one."""
+    line = re.sub(r"^\s*\d+\.\d{6} (c>s|s>c)", r"<t> \1", line)
+    line = re.sub(r"fe80::[0-9a-f:]+", "fe80::<id>", line)
+    line = re.sub(r"0x[0-9a-f]+", "<hex>", line)
+    line = re.sub(r"\d+(\.\d+)? ?(ns|us|µs|ms|s)\b", "<time>", line)
+    line = re.sub(r"(\d+\.\d+\.\d+\.\d+):\d+\b", r"\1:<port>", line)
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def stream(line):
+    """Which of a run's independent sequences a line belongs to. Within one, lines keep their order from run to
+    run; between two they interleave as timing has it (the server's lines and a client's, a direction's requests
+    and the ACKs going the same way)."""
+    m = PACKET.match(line)
+    if m:
+        kind = "cm" if " CM " in line else ("ack" if m.group(2) == "Acknowledge" else "request")
+        return f"{m.group(1)} {kind}"
+    m = LABEL.match(line)
+    if m:
+        return m.group(1)
+    return "run" if line.startswith("run: ") else "other"
+
+
+def matches(expected, actual, optional):
+    """docs_check's comparison ("..." a gap that may take any lines, backtracking over its length), where an
+    actual line in OPTIONAL (a packet sent again) may also be passed over. Returns None, or why not."""
+    e = a = 0
+    gaps = []
+    while e < len(expected) or a < len(actual):
+        if e < len(expected) and expected[e] == "...":
+            gaps.append([e + 1, a])
+            e += 1
+            continue
+        if e < len(expected) and a < len(actual) and expected[e] == actual[a]:
+            e, a = e + 1, a + 1
+            continue
+        if a < len(actual) and a in optional:
+            a += 1
+            continue
+        if e == len(expected) and gaps and gaps[-1][0] == e:
+            return None
+        while gaps and gaps[-1][1] >= len(actual):
+            gaps.pop()
+        if gaps:
+            gaps[-1][1] += 1
+            e, a = gaps[-1]
+            continue
+        if e < len(expected):
+            return f"expected '{expected[e]}'" + (f", got '{actual[a]}'" if a < len(actual) else ", but the lines ended")
+        return f"unexpected '{actual[a]}'"
+    return None
+
+
+def check_listing(c, expected, actual, where):
+    """The chapter's block against the run: each stream in order (masked), "..." a gap in every stream."""
+    keys = {stream(l) for l in expected if l != "..."} | {stream(l) for l in actual}
+    want = {k: [] for k in keys}
+    for l in expected:
+        for k in (keys if l == "..." else [stream(l)]):
+            if l != "..." or not want[k] or want[k][-1] != "...":
+                want[k].append("..." if l == "..." else mask(l))
+    have = {k: [] for k in keys}
+    again = {k: set() for k in keys}
+    highest = {}
+    for l in actual:
+        k = stream(l)
+        m = re.search(r"psn=0x([0-9a-f]+)", l) if k.endswith("request") else None
+        if m:
+            psn = int(m.group(1), 16)
+            if k in highest and ((psn - highest[k]) % (1 << 24) == 0 or (psn - highest[k]) % (1 << 24) >= 1 << 23):
+                again[k].add(len(have[k]))
+            else:
+                highest[k] = psn
+        have[k].append(mask(l))
+    for k in sorted(keys):
+        why = matches(want[k], have[k], again[k])
+        c.expect(why is None, f"{where}: the block's {k} lines, masked, are the run's" + ("" if why is None else f": {why}"))
+
+
+# Each stage's main run and its check; an exercise's run (--exercise NAME) is checked by EXERCISES.
+STAGES = {"04_rdma_write": stage_04, "05_write_imm": stage_05, "06_srq_credits": stage_06, "07_cm_events": stage_07,
+          "08_event_channel": stage_08, "09_mempool": stage_09}
+EXERCISES = {"no_remote_write": exercise_no_remote_write, "flag_past_the_end": exercise_flag_past_the_end,
+             "no_recv_posted": exercise_no_recv_posted, "no_responder_resources": exercise_no_responder_resources,
+             "window_without_remote_write": exercise_window_without_remote_write}
+
+
+def check_runs(c, runs, work):
+    """Each run's status, its listing against the chapter's block, and its packets against its stage's check."""
+    for i, r in enumerate(runs):
+        print(f"== {r['where']}: {r['stage']}/run.sh --pair --capture F {' '.join(r['args'])}")
+        base = os.path.join(work, str(i))
+        status = open(base + ".status").read().strip() if os.path.exists(base + ".status") else "none"
+        ran = c.expect(status == str(r["exit"]), f"the run should exit {r['exit']} (exit {status})")
+        if not os.path.exists(base + ".out"):
+            continue
+        out, packets = decoded(base + ".pcap", base + ".out")
+        import wire
+        check_listing(c, r["expected"], out.rstrip("\n").split("\n") + [wire.line(p) for p in packets], r["where"])
+        if not ran:
+            continue
+        if "--exercise" in r["args"]:
+            name = r["args"][r["args"].index("--exercise") + 1]
+            if c.expect(name in EXERCISES, f"wire_check knows what {name}'s packets should show"):
+                EXERCISES[name](out, packets, c)
+        elif c.expect(r["stage"] in STAGES, f"wire_check knows what {r['stage']}'s packets should show"):
+            STAGES[r["stage"]](out, packets, c)
 
 
 def main(argv):
-    if len(argv) < 2 or any(a not in STAGES for a in argv[2:]):
-        print(f"usage: wire_check.py SOURCE_ROOT BUILD_DIR [STAGE...] ({', '.join(STAGES)})", file=sys.stderr)
+    if len(argv) < 2:
+        print("usage: wire_check.py SOURCE_ROOT BUILD_DIR [STAGE...]", file=sys.stderr)
         return 2
+    keep = again = None
+    if "--from" in argv:
+        # Check the runs kept by an earlier --keep again, without a pair (the chapters' blocks, the checks).
+        i = argv.index("--from")
+        again = os.path.abspath(argv[i + 1])
+        del argv[i:i + 2]
+    if "--keep" in argv:
+        # Keep the captures and outputs (to look at them, or to record a unit test's capture).
+        i = argv.index("--keep")
+        keep = os.path.abspath(argv[i + 1])
+        del argv[i:i + 2]
     root, build = os.path.abspath(argv[0]), os.path.abspath(argv[1])
-    stages = argv[2:] or list(STAGES)
     sys.path.insert(0, os.path.join(root, "scripts"))
+    runs = [r for r in chapter_runs(root) if not argv[2:] or r["stage"] in argv[2:] or r["where"] in argv[2:]]
+    if not runs:
+        print(f"FAILED: no chapter has an On the wire run{' of ' + ', '.join(argv[2:]) if argv[2:] else ''}")
+        return 1
+    if again:
+        c = Checks()
+        check_runs(c, runs, again)
+        print(f"{'every check held' if c.failed == 0 else f'{c.failed} check(s) failed'}")
+        return 0 if c.failed == 0 else 1
     if os.environ.get("RXE_VM"):
         print("skip: this boots its own pair of guests from the host; it runs in the vm suite")
         return 77
@@ -178,30 +533,32 @@ def main(argv):
     if subprocess.run(["bash", "-c", f"{lib}; guest_available"]).returncode != 0:
         print("skip: no guest can boot here (qemu and a kernel with rdma_rxe: scripts/install_deps.sh)")
         return 77
-    work = tempfile.mkdtemp(prefix="wire_check.")
+    # The exercises' programs are built on demand (ninja exercises builds them all); here, those the runs use.
+    targets = [f"subprojects/{r['stage']}/exercises/{r['args'][r['args'].index('--exercise') + 1]}"
+               for r in runs if "--exercise" in r["args"]]
+    if targets:
+        built = subprocess.run(["ninja", "-C", build] + targets, capture_output=True, text=True)
+        if built.returncode != 0:
+            print(built.stdout + built.stderr + "FAILED: the exercises the chapters' runs use do not build")
+            return 1
+    work = keep or tempfile.mkdtemp(prefix="wire_check.")
+    os.makedirs(work, exist_ok=True)
+    c = Checks()
     try:
-        # One pair of guests for every stage: each boot costs half a minute under TCG.
+        # One pair of guests for every run: each boot costs half a minute under TCG.
         script = "; ".join(
-            f"{stage}/run.sh --pair --capture {work}/{stage}.pcap {' '.join(STAGES[stage][0])} "
-            f"> {work}/{stage}.out 2>&1; echo $? > {work}/{stage}.status" for stage in stages)
+            f"{r['stage']}/run.sh --pair --capture {work}/{i}.pcap {' '.join(r['args'])} "
+            f"> {work}/{i}.out 2>&1; echo $? > {work}/{i}.status" for i, r in enumerate(runs))
         print(f"$ scripts/rxe_vm.sh --pair --share {work} -- bash -c '{script}'")
-        booted = subprocess.run([os.path.join(root, "scripts", "rxe_vm.sh"), "--pair", "--timeout", "600", "--share", work,
+        booted = subprocess.run([os.path.join(root, "scripts", "rxe_vm.sh"), "--pair", "--timeout", "900", "--share", work,
                                  "--", "bash", "-c", script], cwd=root,
-                                env=dict(os.environ, BUILD_DIR=build, RDMA_TUTORIAL_BUILT="1"))
-        c = Checks()
-        c.expect(booted.returncode == 0, f"the pair should boot and run every stage (rxe_vm.sh exit {booted.returncode})")
-        for stage in stages:
-            print(f"== {stage}")
-            base = os.path.join(work, stage)
-            status = open(base + ".status").read().strip() if os.path.exists(base + ".status") else "none"
-            ran = c.expect(status == "0", f"{stage}'s run across the pair should succeed (exit {status})")
-            if os.path.exists(base + ".out"):
-                out, packets = decoded(base + ".pcap", base + ".out")
-                if ran:
-                    STAGES[stage][1](out, packets, c)
+                                env=dict(os.environ, BUILD_DIR=build, RDMA_TUTORIAL_BUILT="exercises"))
+        c.expect(booted.returncode == 0, f"the pair should boot and run every run (rxe_vm.sh exit {booted.returncode})")
+        check_runs(c, runs, work)
     finally:
         import shutil
-        shutil.rmtree(work, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
     print(f"{'every check held' if c.failed == 0 else f'{c.failed} check(s) failed'}")
     return 0 if c.failed == 0 else 1
 

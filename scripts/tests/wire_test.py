@@ -2,7 +2,9 @@
 """scripts/wire.py's decoding and wire_check.py's logic on two captures
 recorded across the pair (scripts/tests/data/: stage 04's 3000-byte write and
 its notice; stage 05's first write answered by RNR NAKs, the no_recv_posted
-server), no device needed. Exit 77 when tshark is not installed.
+server; stage 07's connection with the no_responder_resources server, its
+CM MADs), and the comparison of a chapter's listing with a run, no device
+needed. Exit 77 when tshark is not installed.
 
   wire_test.py SOURCE_ROOT
 """
@@ -70,6 +72,64 @@ expect(len(naks) == 4 and all(x["aeth"] == {"kind": "RNR NAK", "timer": 12, "msn
 kept, again = wire_check.first_copies(writes)
 expect(len(kept) == 1 and len(again) == 3, "wire_check tells the resends from the first copy")
 expect("RNR NAK (timer 12) MSN=0" in wire.line(naks[0]), "05: the listing's line for an RNR NAK")
+
+# Stage 07 against the no_responder_resources server: rdma_cm's MADs on QP 1, by name, with what REQ and REP carry.
+p = wire.decode(os.path.join(data, "07_no_responder_resources.pcap"))
+cm = [(x["dir"], x["cm"]) for x in p if "cm" in x]
+expect(cm[-5:] == [("c>s", "REQ"), ("s>c", "REP"), ("c>s", "RTU"), ("s>c", "DREQ"), ("c>s", "DREP")] and
+       cm[:-5] == [("c>s", "REQ"), ("s>c", "REJ")] * ((len(cm) - 5) // 2),
+       "07: REQ/REJ while nobody listened, then REQ, REP, RTU, the server's DREQ, the client's DREP (cm_msgs.h's IDs)")
+req = [x for x in p if x.get("cm") == "REQ"][-1]["cm_fields"]
+rep = [x for x in p if x.get("cm") == "REP"][-1]["cm_fields"]
+expect(req["initiator_depth"] == 1 and req["path_mtu"] == 1024 and rep["responder_resources"] == 0,
+       "07: the REQ asks for one Read at once at path MTU 1024, the REP grants none")
+expect(all(x["cm_fields"]["reason"] == 8 for x in p if x.get("cm") == "REJ") and
+       all(x["opcode"] == "UD SEND Only" and x["payload"] == 256 and x["dqpn"] == 1 for x in p if "cm" in x),
+       "07: every REJ says invalid service ID; each MAD is a 256-byte UD Send to QP 1")
+first_write = next(x for x in p if x["opcode"] == "RDMA WRITE First")
+expect(first_write["psn"] == rep["psn"] and first_write["dqpn"] == rep["qpn"],
+       "07: the client's data starts at the REP's PSN, to the REP's QP")
+c = wire_check.Checks(quiet=True)
+wire_check.exercise_no_responder_resources("", p, c)
+expect(c.failed == 0, "wire_check's no_responder_resources check holds on it")
+expect("CM REP qpn=0x18 psn=0x86ce9f resp_res=0 init_depth=0" in wire.line([x for x in p if x.get("cm") == "REP"][-1]),
+       "07: the listing's line for the REP")
+
+# A chapter's listing against a run: masked, stream by stream, "..." a gap, a packet sent again passed over.
+run = ["[client] QP 0x11: sq_psn 0xaa",
+       " 0.000000 c>s RDMA WRITE Only                psn=0x000010 qp=0x11  A- len=8",
+       " 0.000100 s>c Acknowledge                    psn=0x000010 qp=0x11  -- len=0     ACK (credits 31) MSN=1",
+       "[server] done",
+       " 0.000200 c>s SEND Only                      psn=0x000011 qp=0x11  A- len=8",
+       " 0.000300 c>s SEND Only                      psn=0x000011 qp=0x11  A- len=8",
+       " 0.000400 s>c Acknowledge                    psn=0x000011 qp=0x11  -- len=0     ACK (credits 31) MSN=2"]
+block = ["[client] QP 0x12: sq_psn 0xbb", "[server] done",
+         " 1.000000 s>c Acknowledge psn=0x000020 qp=0x12 -- len=0 ACK (credits 31) MSN=1",
+         " 2.000000 c>s RDMA WRITE Only psn=0x000020 qp=0x12 A- len=8",
+         " 3.000000 c>s SEND Only psn=0x000021 qp=0x12 A- len=8",
+         " 4.000000 s>c Acknowledge psn=0x000021 qp=0x12 -- len=0 ACK (credits 31) MSN=2"]
+c = wire_check.Checks(quiet=True)
+wire_check.check_listing(c, block, run, "t")
+expect(c.failed == 0, "a listing matches a run with other numbers, other times, the two directions interleaved otherwise, "
+                      "and a Send sent again")
+for wrong, what in ((block[:3] + [block[3].replace("len=8", "len=9")] + block[4:], "another length"),
+                    (block[:4] + block[5:], "a packet left out without a '...'"),
+                    (block[:5], "the last ACK left out without a '...'"),
+                    (block[:4] + [block[4].replace("SEND", "RDMA WRITE")] + block[5:], "another opcode")):
+    c = wire_check.Checks(quiet=True)
+    wire_check.check_listing(c, wrong, run, "t")
+    expect(c.failed > 0, f"a listing with {what} does not match")
+c = wire_check.Checks(quiet=True)
+wire_check.check_listing(c, ["..."] + block[3:4] + ["..."], run, "t")
+expect(c.failed == 0, "'...' takes any lines of every stream")
+
+# run.sh's --exercise and --capture refuse what cannot work, before building or booting anything.
+for args, code, said in ((["--exercise", "no_such_thing"], 2, "04_rdma_write has no exercise 'no_such_thing'"),
+                         (["--exercise"], 2, "--exercise takes an exercise's name"),
+                         (["--capture", "/tmp/x.pcap"], 2, "--capture FILE goes with --pair")):
+    run = subprocess.run([os.path.join(root, "04_rdma_write", "run.sh")] + args, capture_output=True, text=True,
+                         env=dict(os.environ, RDMA_TUTORIAL_BUILT="1", BUILD_DIR="/nonexistent"))
+    expect(run.returncode == code and said in run.stderr, f"run.sh {' '.join(args)}: exit {code}, '{said}' ({run.returncode}: {run.stderr.strip()})")
 
 # The command line: a listing, JSON, and the errors.
 run = subprocess.run([sys.executable, os.path.join(root, "scripts", "wire.py"), os.path.join(data, "05_rnr_nak.pcap"), "--json"],

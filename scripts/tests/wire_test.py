@@ -131,6 +131,17 @@ for args, code, said in ((["--exercise", "no_such_thing"], 2, "04_rdma_write has
                          env=dict(os.environ, RDMA_TUTORIAL_BUILT="1", BUILD_DIR="/nonexistent"))
     expect(run.returncode == code and said in run.stderr, f"run.sh {' '.join(args)}: exit {code}, '{said}' ({run.returncode}: {run.stderr.strip()})")
 
+# A hint that points at packets names a run the chapters show (and wire_check runs).
+import glob  # noqa: E402
+import re  # noqa: E402
+shown = {m.group(0) for name in glob.glob(os.path.join(root, "docs", "0*.md"))
+         for m in re.finditer(r"(?<=\$ )\d\d_\w+/run\.sh --pair --capture .*", open(name, encoding="utf-8").read())}
+pointed = [(os.path.relpath(h, root), m.group(0)) for h in sorted(glob.glob(os.path.join(root, "0*", "exercises", "*.hints")))
+           for m in re.finditer(r"^\d\d_\w+/run\.sh --pair --capture .*", open(h, encoding="utf-8").read(), re.M)]
+expect(len(pointed) >= 5 and all(cmd in shown for _, cmd in pointed),
+       f"every capture a hint suggests is one a chapter shows ({len(pointed)} hints; not shown: " +
+       (", ".join(h for h, cmd in pointed if cmd not in shown) or "none") + ")")
+
 # The command line: a listing, JSON, and the errors.
 run = subprocess.run([sys.executable, os.path.join(root, "scripts", "wire.py"), os.path.join(data, "05_rnr_nak.pcap"), "--json"],
                      capture_output=True, text=True)

@@ -109,10 +109,14 @@ fi
 # Where the device is: here, or in the guest (which runs this same script).
 if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
   [[ -z "${RXE_VM:-}" ]] || { echo "run: --pair starts from the host, not from inside a guest" >&2; exit 2; }
+  # The guest writes the capture where this machine reads it: a folder it
+  # shares. One that cannot be written is refused before any guest boots.
+  if [[ -n "$capture" ]] && ! { mkdir -p "$(dirname "$capture")" && touch "$capture"; } 2>/dev/null; then
+    echo "run: cannot write the capture to $capture: name a file in a folder you can write to" >&2
+    exit 2
+  fi
   echo "run: booting two Soft-RoCE guests joined by a virtual wire" >&2
   [[ -n "$capture" ]] || exec scripts/rxe_vm.sh --pair -- "$stage/run.sh" "$@"
-  # The guest writes the capture where this machine reads it: a folder it shares.
-  mkdir -p "$(dirname "$capture")" || exit 2
   capture=$(cd "$(dirname "$capture")" && pwd -P)/$(basename "$capture")
   share=()
   [[ $capture == "$root"/* ]] || share=(--share "$(dirname "$capture")")

@@ -320,7 +320,18 @@ def exercise_no_remote_write(out, packets, c):
     length = field(r"^\[client\] RDMA Write: (\d+) bytes", out, "write length", 10)
     va = field(r"^\[client\] RDMA Write: \d+ bytes to 0x([0-9a-f]+)", out, "write address")
     rkey = field(r"^\[client\] RDMA Write: .*rkey 0x([0-9a-f]+)", out, "rkey")
-    check_message_packets(c, packets, [("write", length, va, rkey, None)], psn, dqpn, mtu)
+    # The packets that leave before the NAK is back: the First, and as many of the rest as the requester sent
+    # by then (all four, or only the First, in runs here).
+    data, _ = first_copies([p for p in packets if p["dir"] == "c>s" and is_request(p)])
+    n = segments(length, mtu)
+    names = ["RDMA WRITE First"] + ["RDMA WRITE Middle"] * (n - 2) + ["RDMA WRITE Last"]
+    c.expect(bool(data) and [p["opcode"] for p in data] == names[:len(data)] and
+             [p["psn"] for p in data] == [(psn + i) % (1 << 24) for i in range(len(data))] and
+             all(p["dqpn"] == dqpn for p in data),
+             f"the client's packets are the write's first {len(data)} of {n}, from its sq_psn 0x{psn:06x}, to QP 0x{dqpn:x}")
+    r = data[0].get("reth") if data else None
+    c.expect(r is not None and (r["va"], r["rkey"], r["length"]) == (va, rkey, length),
+             f"the First's RETH: va 0x{va:x}, the rkey the server printed (0x{rkey:x}), length {length}")
     naks = check_nak(c, packets, "NAK remote access error", psn, 0)
     c.expect(len([p for p in packets if p["dir"] == "s>c"]) == len(naks) == 1,
              "the server answers the whole write with one NAK, at its first packet's PSN, and nothing else")
@@ -533,6 +544,14 @@ def main(argv):
     if subprocess.run(["bash", "-c", f"{lib}; guest_available"]).returncode != 0:
         print("skip: no guest can boot here (qemu and a kernel with rdma_rxe: scripts/install_deps.sh)")
         return 77
+    # Bad input first, refused before any guest boots: a capture nobody can write.
+    refused = subprocess.run([os.path.join(root, "04_rdma_write", "run.sh"), "--pair", "--capture", "/proc/no/such.pcap"],
+                             capture_output=True, text=True, env=dict(os.environ, BUILD_DIR=build, RDMA_TUTORIAL_BUILT="1"))
+    if refused.returncode != 2 or "cannot write the capture to /proc/no/such.pcap" not in refused.stderr:
+        print(f"FAILED: run.sh --pair --capture into /proc should exit 2 and say why (exit {refused.returncode}: "
+              f"{refused.stderr.strip()})")
+        return 1
+    print("ok: run.sh refuses a capture it cannot write, before booting anything")
     # The exercises' programs are built on demand (ninja exercises builds them all); here, those the runs use.
     targets = [f"subprojects/{r['stage']}/exercises/{r['args'][r['args'].index('--exercise') + 1]}"
                for r in runs if "--exercise" in r["args"]]

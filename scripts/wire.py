@@ -148,17 +148,22 @@ def decode(path, client="192.0.2.1"):
         if p["dqpn"] == 1 and "infiniband.mad.attributeid" in ib:
             attribute = _number(ib["infiniband.mad.attributeid"][0])
             p["cm"] = CM_MESSAGES.get(attribute, f"attribute 0x{attribute:04x}")
-            # What REQ and REP say of the QP they connect (the QPN, the first PSN it
-            # sends, the RDMA Reads it serves and makes at once), and a REJ's reason.
+            # What REQ and REP say of the QP they connect (its QPN; the starting
+            # PSN, where the *peer* sends from: cm.c makes the REP's the client's
+            # sq_psn; the RDMA Reads it serves and makes at once), the REQ's path
+            # MTU, and a REJ's reason.
+            cm = {}
             for key, field in (("qpn", "localqpn"), ("psn", "startpsn"), ("responder_resources", "responderres"),
                                ("responder_resources", "respres"), ("initiator_depth", "initdepth")):
                 name = f"infiniband.cm.{p['cm'].lower()}.{field}"
                 if name in ib:
-                    p.setdefault("cm_fields", {})[key] = _number(ib[name][0])
+                    cm[key] = _number(ib[name][0])
             if "infiniband.cm.req.pppmtu" in ib:
-                p["cm_fields"]["path_mtu"] = 128 << _number(ib["infiniband.cm.req.pppmtu"][0])
+                cm["path_mtu"] = 128 << _number(ib["infiniband.cm.req.pppmtu"][0])
             if "infiniband.cm.rej.reason" in ib:
-                p.setdefault("cm_fields", {})["reason"] = _number(ib["infiniband.cm.rej.reason"][0])
+                cm["reason"] = _number(ib["infiniband.cm.rej.reason"][0])
+            if cm:
+                p["cm_fields"] = cm
         packets.append(p)
     return packets
 

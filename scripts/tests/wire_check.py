@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Stages' main runs across the pair, captured, and their packets checked
-against what their chapters say goes over the wire (the vm suite's wire
-check: it boots the pair from this host).
+"""The chapters' "On the wire" runs across the pair, captured, their listings
+compared with the chapters' blocks and their packets checked against what the
+programs printed (the vm suite's wire check: it boots the pair from this host).
 
-  wire_check.py [--keep DIR] SOURCE_ROOT BUILD_DIR [STAGE|docs/CHAPTER.md:LINE...]
-                 (default: every run the chapters show; --keep DIR keeps the captures)
+  wire_check.py [--keep DIR | --from DIR] SOURCE_ROOT BUILD_DIR [STAGE|docs/CHAPTER.md:LINE...]
+                 (default: every run the chapters show; --keep DIR keeps the
+                 captures and outputs, --from DIR checks kept ones again, no pair)
 
 One pair of guests (scripts/rxe_vm.sh --pair) runs each stage's run.sh with
 --pair --capture (tcpdump on the first guest's eth0); the captures are
@@ -58,12 +59,18 @@ def field(pattern, text, what, base=16):
     return int(m.group(1), base)
 
 
+def sent_again(psn, highest):
+    """Whether a request with PSN, after one with HIGHEST (or None), is one sent again: no higher, in 24-bit PSN
+    arithmetic (a step of 0, or of half the space or more, is behind)."""
+    step = None if highest is None or psn is None else (psn - highest) % (1 << 24)
+    return step is not None and (step == 0 or step >= 1 << 23)
+
+
 def first_copies(packets):
     """One side's packets with those sent again left out (a PSN no higher than one before), and those."""
     kept, again, highest = [], [], None
     for p in packets:
-        step = None if highest is None or p["psn"] is None else (p["psn"] - highest) % (1 << 24)
-        if step is not None and (step == 0 or step >= 1 << 23):
+        if sent_again(p["psn"], highest):
             again.append(p)
             continue
         kept.append(p)
@@ -155,13 +162,9 @@ def check_nak(c, packets, kind, psn, msn, side="s>c"):
     return naks
 
 
-def cm_messages(packets):
-    return [(p["dir"], p["cm"]) for p in packets if "cm" in p]
-
-
 def check_cm(c, packets, ending):
     """rdma_cm's MADs on QP 1: REQs refused while nobody listened, then REQ, REP, RTU, and ENDING."""
-    seen = cm_messages(packets)
+    seen = [(p["dir"], p["cm"]) for p in packets if "cm" in p]
     refused = 0
     while seen[2 * refused:2 * refused + 2] == [("c>s", "REQ"), ("s>c", "REJ")]:
         refused += 1
@@ -471,7 +474,7 @@ def check_listing(c, expected, actual, where):
         m = re.search(r"psn=0x([0-9a-f]+)", l) if k.endswith("request") else None
         if m:
             psn = int(m.group(1), 16)
-            if k in highest and ((psn - highest[k]) % (1 << 24) == 0 or (psn - highest[k]) % (1 << 24) >= 1 << 23):
+            if sent_again(psn, highest.get(k)):
                 again[k].add(len(have[k]))
             else:
                 highest[k] = psn
@@ -511,9 +514,14 @@ def check_runs(c, runs, work):
             STAGES[r["stage"]](out, packets, c)
 
 
+def report(c):
+    print(f"{'every check held' if c.failed == 0 else f'{c.failed} check(s) failed'}")
+    return 0 if c.failed == 0 else 1
+
+
 def main(argv):
     if len(argv) < 2:
-        print("usage: wire_check.py SOURCE_ROOT BUILD_DIR [STAGE...]", file=sys.stderr)
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     keep = again = None
     if "--from" in argv:
@@ -535,8 +543,7 @@ def main(argv):
     if again:
         c = Checks()
         check_runs(c, runs, again)
-        print(f"{'every check held' if c.failed == 0 else f'{c.failed} check(s) failed'}")
-        return 0 if c.failed == 0 else 1
+        return report(c)
     if os.environ.get("RXE_VM"):
         print("skip: this boots its own pair of guests from the host; it runs in the vm suite")
         return 77
@@ -578,8 +585,7 @@ def main(argv):
         import shutil
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"{'every check held' if c.failed == 0 else f'{c.failed} check(s) failed'}")
-    return 0 if c.failed == 0 else 1
+    return report(c)
 
 
 if __name__ == "__main__":

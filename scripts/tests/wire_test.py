@@ -9,7 +9,9 @@ needed. Exit 77 when tshark is not installed.
   wire_test.py SOURCE_ROOT
 """
 
+import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,8 +134,6 @@ for args, code, said in ((["--exercise", "no_such_thing"], 2, "04_rdma_write has
     expect(run.returncode == code and said in run.stderr, f"run.sh {' '.join(args)}: exit {code}, '{said}' ({run.returncode}: {run.stderr.strip()})")
 
 # A hint that points at packets names a run the chapters show (and wire_check runs).
-import glob  # noqa: E402
-import re  # noqa: E402
 shown = {m.group(0) for name in glob.glob(os.path.join(root, "docs", "0*.md"))
          for m in re.finditer(r"(?<=\$ )\d\d_\w+/run\.sh --pair --capture .*", open(name, encoding="utf-8").read())}
 pointed = [(os.path.relpath(h, root), m.group(0)) for h in sorted(glob.glob(os.path.join(root, "0*", "exercises", "*.hints")))

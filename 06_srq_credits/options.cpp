@@ -37,6 +37,8 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.credit_batch = number(v, "--credit-batch", 1, 1024); });
   parser.add(0, "plan", "", "server: print the SRQ arithmetic for these options, and exit",
              [&](std::string_view) { out.plan = true; });
+  parser.add(0, "progress-ms", "MS", "server: every MS from the first record, a line 'progress T ms: CLIENT:RECORDS ...' (default 0: none)",
+             [&](std::string_view v) { out.progress_ms = number(v, "--progress-ms", 1, 3600000); });
   parser.add(0, "records", "N", "client: records to send before END (default 1000)",
              [&](std::string_view v) { out.records = number(v, "--records", 0, 16000000); });
   parser.add(0, "rnr-retry", "N", "client: retries after a 'receiver not ready' NAK, 0-7 (default 0: with credits "
@@ -46,7 +48,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
 
   parser.check_roles(out.peer, {"records", "rnr-retry"});
   if (out.peer.is_client()) {
-    for (const char* server_only : {"clients", "window", "srq-depth", "srq-limit", "repost-batch", "credit-batch", "plan"}) {
+    for (const char* server_only : {"clients", "window", "srq-depth", "srq-limit", "repost-batch", "credit-batch", "plan", "progress-ms"}) {
       if (parser.given(server_only)) throw rdma::usage_error(std::string("--") + server_only + " is for the server (without -s)");
     }
   }

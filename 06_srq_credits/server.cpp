@@ -123,9 +123,13 @@ void server::take_record(client& c, const ibv_wc& wc) {
     let_go(c, parting::dropped, wrong);
     return;
   }
-  if (all_records_ == 0) first_record_ = steady::now();
+  if (all_records_ == 0) first_record_ = next_progress_ = steady::now();
   ++c.records;
   ++all_records_;
+  if (opts_.progress_ms != 0) {
+    if (tally_.size() < c.number) tally_.resize(c.number);
+    tally_[c.number - 1] = c.records;
+  }
   c.ledger.on_consumed();
 }
 
@@ -155,6 +159,20 @@ void server::return_credits() {
   }
 }
 
+// One line per --progress-ms: the time since the first record and every
+// client's records so far (a client that left keeps its last count), so a
+// plot can show how the clients shared the SRQ over time.
+void server::print_progress(steady::time_point now) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - first_record_).count();
+  std::string line = "progress " + std::to_string(ms) + " ms:";
+  for (std::size_t i = 0; i < tally_.size(); ++i) line += " " + std::to_string(i + 1) + ":" + std::to_string(tally_[i]);
+  std::printf("%s\n", line.c_str());
+  progress_printed_ = all_records_;
+  // Late by more than a period (a busy loop, a slow host): the next line
+  // still falls on the grid, and no line is printed twice for one moment.
+  while (next_progress_ <= now) next_progress_ += std::chrono::milliseconds(opts_.progress_ms);
+}
+
 int server::run() {
   std::array<ibv_wc, srq_sizing::poll_batch> wcs{};
   steady::time_point idle_since{};
@@ -173,7 +191,12 @@ int server::run() {
     const bool limit_matters = sizing_.limit_can_fire() && refill_.waiting() != 0;
     if (limit_matters || loop % 64 == 0 || n == 0) look_around(asleep ? 10 : 0);
     if (n == 0) sched_yield();  // clients may share our CPU: let them run
+    if (opts_.progress_ms != 0 && all_records_ != 0) {
+      if (const auto now = steady::now(); now >= next_progress_) print_progress(now);
+    }
   }
+  // The last counts, unless the last line already has them.
+  if (opts_.progress_ms != 0 && all_records_ != progress_printed_) print_progress(steady::now());
   const std::uint32_t armed = refill_.armed_limit();
   std::printf("served %u client%s: %u finished, %u lost, %u dropped; %llu records in all\n", joined_, joined_ == 1 ? "" : "s", finished_, lost_,
               dropped_, static_cast<unsigned long long>(all_records_));

@@ -89,6 +89,7 @@ class server {
   void let_go(client& c, parting how, const std::string& why);
   void forget(client& c, const char* how);
   client* by_qp(std::uint32_t qp_num);
+  void print_progress(steady::time_point now);
 
   const options& opts_;
   const rdma::rdma_device& dev_;
@@ -109,6 +110,10 @@ class server {
   std::uint64_t stray_ = 0;  // completions of QPs already gone
   steady::time_point first_record_{};  // the aggregate rate's span: first record to last END
   steady::time_point last_end_{};
+  // --progress-ms: records per client number, kept after the client leaves.
+  std::vector<std::uint64_t> tally_;
+  steady::time_point next_progress_{};
+  std::uint64_t progress_printed_ = 0;  // all_records_ at the last progress line
   steady::time_point join_deadline_ = steady::now() + std::chrono::milliseconds(opts_.peer.accept_ms);
 };
 

@@ -49,6 +49,7 @@ struct options {
   std::uint32_t repost_batch = 16;
   std::optional<std::uint32_t> credit_batch;  // default: window / 2
   bool plan = false;                    // print the SRQ arithmetic and exit
+  std::uint32_t progress_ms = 0;        // a 'progress' line this often; 0 = none
   // client
   std::uint32_t records = 1000;
   std::uint8_t rnr_retry = 0;           // with credits an RNR NAK is a bug: fail at the first

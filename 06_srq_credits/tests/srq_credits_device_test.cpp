@@ -85,10 +85,12 @@ TEST_CASE("four clients should share one SRQ, every record consumed once and in 
 TEST_CASE("a greedy client should get its window and no more: the others finish first") {
   // The greedy one starts first with 20 times the records; with credits it
   // holds 16 Recvs at most, so the three small streams go at full speed
-  // beside it and end long before it does.
+  // beside it and end long before it does. --progress-ms prints the counts
+  // as they grow (what scripts/bench.sh plots): never falling, ending at
+  // each client's total.
   std::vector<std::vector<std::string>> argv{client_command({"--records", "20000"})};
   for (int i = 0; i < 3; ++i) argv.push_back(client_command({"--records", "1000"}));
-  const auto r = run_group(server_command(), argv, 180s);
+  const auto r = run_group(server_command({"--progress-ms", "100"}), argv, 180s);
   INFO(describe(r));
   REQUIRE(r.server.exit_code == 0);
   for (const auto& c : r.clients) REQUIRE(c.exit_code == 0);
@@ -99,6 +101,28 @@ TEST_CASE("a greedy client should get its window and no more: the others finish 
     CHECK(position(r.server.out, "^client " + small + ": END after") < greedy_end);
   }
   CHECK(has_line(r.server.out, "^served 4 clients: 4 finished, 0 lost, 0 dropped; 23000 records in all$"));
+  const std::regex progress(R"(^progress (\d+) ms:((?: \d+:\d+)+)$)", std::regex::multiline);
+  std::vector<long> last;
+  long last_ms = -1;
+  int lines = 0;
+  for (std::sregex_iterator it(r.server.out.begin(), r.server.out.end(), progress), end; it != end; ++it, ++lines) {
+    const long ms = std::stol((*it)[1]);
+    CHECK(ms >= last_ms);
+    last_ms = ms;
+    std::vector<long> counts;
+    const std::string fields = (*it)[2];
+    const std::regex field(R"( (\d+):(\d+))");
+    for (std::sregex_iterator f(fields.begin(), fields.end(), field), fend; f != fend; ++f) {
+      CHECK(std::stoul((*f)[1]) == counts.size() + 1);
+      counts.push_back(std::stol((*f)[2]));
+    }
+    for (std::size_t i = 0; i < last.size(); ++i) CHECK(counts.at(i) >= last[i]);
+    last = counts;
+  }
+  CHECK(lines >= 2);
+  REQUIRE(last.size() == 4);
+  CHECK(last[std::stoul(greedy) - 1] == 20000);
+  for (std::size_t i = 0; i < 4; ++i) CHECK((last[i] == 20000 || last[i] == 1000));
 }
 
 TEST_CASE("a killed client should be let go while the others finish with exact counts") {

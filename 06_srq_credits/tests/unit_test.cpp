@@ -42,6 +42,8 @@ TEST_CASE("options of the other role are usage errors") {
   refused({"--srq-depth", "64", "--srq-limit", "64"});
   refused({"--size", "8"});
   refused({"--clients", "0"});
+  refused({"-s", "127.0.0.1", "--progress-ms", "100"});
+  refused({"--progress-ms", "0"});
 }
 
 TEST_CASE("the sizing rule: every window in flight plus a batch short of reposting") {

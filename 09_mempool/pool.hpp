@@ -119,7 +119,7 @@ std::string size_text(std::uint64_t bytes);
 // registrations are timed, so at most 4 MiB is pinned at once); the ratio.
 // Printed as a table; one line per size:
 //   "pool-cost <bytes> <reg_us> <pool_us> <ratio>"
-// which scripts/plot_pool_cost.py turns into docs/09-pool-cost.svg.
+// which scripts/bench.sh gathers into docs/data/09-pool-cost.csv.
 void print_pool_cost(ibv_pd* pd, int runs);
 
 }  // namespace stage09

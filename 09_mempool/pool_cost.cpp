@@ -104,7 +104,7 @@ void print_pool_cost(ibv_pd* pd, int runs) {
     std::printf("%9s %9.1f us %17.3f us %8.0fx\n", size_text(size).c_str(), reg_us, pool_us, ratio);
   }
 
-  // For scripts/plot_pool_cost.py: one line per size, fixed fields.
+  // For scripts/bench.sh: one line per size, fixed fields.
   std::printf("\n");
   for (const cost_row& r : rows) std::printf("pool-cost %zu %.3f %.3f %.0f\n", r.bytes, r.reg_us, r.pool_us, r.ratio);
 }

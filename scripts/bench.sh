@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # Our programs beside perftest on the same device, in the same run, with the
-# same sizes and depths; prints our figure, perftest's, and the ratio.
+# same sizes and depths: sweeps over message sizes, one CSV per figure under
+# docs/data/ (scripts/plot.py draws them), and a table of our figure,
+# perftest's and the ratio.
 #
 #   scripts/bench.sh            in one Soft-RoCE guest (or here, with an RDMA port)
 #   scripts/bench.sh --pair     across two guests on a virtual wire
-#   scripts/bench.sh --reps N   runs per row (default 3; the median counts)
-#   scripts/bench.sh --only 06  only the rows whose label starts with this
+#   scripts/bench.sh --reps N   runs per point (default 3): the median is the
+#                               point, the smallest and largest its spread
+#   scripts/bench.sh --only 06  only the figures and rows whose label starts with this
+#   scripts/bench.sh --data DIR write the CSVs here (default docs/data)
 #
-# Rows: 04's throughput mode beside ib_write_bw, message rate at 64 B and
-# 4 KiB (depth 128, one completion in 100): ratio ours/theirs, higher is
-# better. 05's latency mode beside ib_write_lat, median one-way latency
-# (t_typical) at 8 B and 4 KiB, 1000 round trips: ratio ours/theirs, lower
-# is better. 06's four clients on one SRQ beside ib_send_bw -q 4 --use-srq
-# (four QPs on one SRQ, Sends), every message together, at 64 B and 4 KiB,
-# each client with a window of 64 (perftest keeps 128 sends in flight):
-# higher is better. 08's --event mode beside ib_send_lat -e (both sides asleep on
-# a completion channel), median one-way latency at 8 B. 09's pipeline (four
-# clients writing records with Write with Immediate into pooled slots, the
-# server asleep on a completion channel, window 64) beside ib_send_bw -e -q 4
-# --use-srq (the same notification model: four QPs on one SRQ, the server
-# woken by events) and beside ib_write_bw -q 4 (plain writes, no
-# notification at all), at 64 B and 4 KiB: higher is better. Soft-RoCE in an
+# Figures (each a CSV named after it):
+#   02-registration  stage 02's ibv_reg_mr + ibv_dereg_mr from 4 KiB to half
+#                    the memlock limit (raised to 128 MiB for the run)
+#   04-write-rate    04's throughput mode beside ib_write_bw, 64 B to 64 KiB:
+#                    message rate and bandwidth (depth 128, one completion in 100)
+#   05-latency       05's latency mode beside ib_write_lat (the same writes,
+#                    the target polls memory) and ib_send_lat (a Recv consumed
+#                    per message, as ours), 8 B to 64 KiB: median and 99 %
+#   06-greedy        one run of 06: a greedy client (60000 records) beside
+#                    three fair ones (2000), each client's records over time
+#   08-modes         08's --poll, --event and --hybrid at 8 B and 4 KiB: median,
+#                    99 %, CPU and wake-ups per message, beside ib_send_lat
+#                    with and without -e
+#   09-pool-cost     09's --pool-cost: ibv_reg_mr per message against the pool
+# Rows of the table: the sweeps' points, then 06's four clients on one SRQ
+# beside ib_send_bw -q 4 --use-srq (window 64 each; perftest keeps 128 sends
+# in flight) and 09's pipeline (four clients, Write with Immediate into
+# pooled slots, the server asleep on a completion channel, window 64) beside
+# ib_send_bw -e -q 4 --use-srq and ib_write_bw -q 4, at 64 B and 4 KiB.
+# Latency ratios: lower is better; rates: higher is better. Soft-RoCE in an
 # emulated guest says nothing about real hardware: only the ratios mean
 # something, and no test ever passes or fails on them.
 set -uo pipefail
@@ -28,11 +38,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
-pair=0 reps=3 only="" args=("$@")
+pair=0 reps=3 only="" data=docs/data args=("$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pair) pair=1; shift ;;
     --only) [[ -n "${2:-}" ]] || { echo "bench: --only needs a row prefix" >&2; exit 2; }; only=$2; shift 2 ;;
+    --data) [[ -n "${2:-}" ]] || { echo "bench: --data needs a directory" >&2; exit 2; }; data=$2; shift 2 ;;
     --reps) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --reps needs a count" >&2; exit 2; }; reps=$2; shift 2 ;;
     -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "bench: unknown option '$1'" >&2; exit 2 ;;
@@ -42,8 +53,12 @@ done
 if [[ -z "${RXE_VM:-}" ]]; then
   build_tree "$build" || { echo "bench: the build failed" >&2; exit 1; }
   command -v ib_write_bw >/dev/null || { echo "bench: perftest is missing (scripts/install_deps.sh)" >&2; exit 1; }
-  if [[ $pair == 1 ]]; then exec scripts/rxe_vm.sh --pair --timeout 1200 -- scripts/bench.sh "${args[@]}"; fi
-  if ! have_active_port; then exec scripts/rxe_vm.sh --timeout 1200 -- scripts/bench.sh "${args[@]}"; fi
+  mkdir -p "$data" && [[ -w "$data" ]] || { echo "bench: cannot write CSVs into '$data'" >&2; exit 2; }
+  # The guest sees this machine read-only but for the checkout and what is
+  # shared with it: share the CSVs' folder, wherever it is.
+  vm=(scripts/rxe_vm.sh --timeout 3600 --share "$data")
+  if [[ $pair == 1 ]]; then exec "${vm[@]}" --pair -- scripts/bench.sh "${args[@]}"; fi
+  if ! have_active_port; then exec "${vm[@]}" -- scripts/bench.sh "${args[@]}"; fi
 fi
 
 if [[ $pair == 1 ]]; then
@@ -85,35 +100,38 @@ pair_run() {  # pair_run "SERVER..." "CLIENT..." -> client's output on stdout
   echo "$out"
 }
 
-ours_bw() {  # ours_bw SIZE ITERS -> Mpps
+# Each measurement prints one line of numbers per run.
+ours_bw() {  # ours_bw SIZE ITERS -> MB/s Mpps
   pair_run "$build/subprojects/04_rdma_write/rdma_write --size $1" \
     "$build/subprojects/04_rdma_write/rdma_write -s $server_addr --size $1 --iters $2 --tx-depth 128 --cq-mod 100" |
-    awk -v s="$1" '$1 == s && NF == 4 { print $4 }'
+    awk -v s="$1" '$1 == s && NF == 4 { print $3, $4 }'
 }
-perftest_bw() {  # perftest_bw SIZE ITERS -> Mpps (the last column of its result line)
+perftest_bw() {  # perftest_bw SIZE ITERS -> MB/s Mpps (BW average, MsgRate)
   pair_run "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $2 -t 128 -Q 100" \
     "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $2 -t 128 -Q 100 $server_addr" |
-    awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
+    awk -v s="$1" '$1 == s && NF >= 5 { print $(NF - 1), $NF }'
 }
-ours_lat() {  # ours_lat SIZE ITERS -> t_typical (us)
+lat_fields='$1 == s && NF >= 9 { print $5, $8 }'  # t_typical and the 99 % percentile, perftest's columns
+ours_lat() {  # ours_lat SIZE ITERS -> median p99 (us)
   pair_run "$build/subprojects/05_write_imm/write_imm --size $1" \
-    "$build/subprojects/05_write_imm/write_imm -s $server_addr --size $1 --latency --iters $2" |
-    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+    "$build/subprojects/05_write_imm/write_imm -s $server_addr --size $1 --latency --iters $2" | awk -v s="$1" "$lat_fields"
 }
-perftest_lat() {  # perftest_lat SIZE ITERS -> t_typical (us)
+perftest_lat() {  # perftest_lat SIZE ITERS -> median p99 (us): ib_write_lat
   pair_run "ib_write_lat -d $dev -x $gid_index -F -s $1 -n $2" \
-    "ib_write_lat -d $dev -x $gid_index -F -s $1 -n $2 $server_addr" |
-    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+    "ib_write_lat -d $dev -x $gid_index -F -s $1 -n $2 $server_addr" | awk -v s="$1" "$lat_fields"
 }
-ours_event_lat() {  # ours_event_lat SIZE ITERS -> t_typical (us), both sides asleep on events
-  pair_run "$build/subprojects/08_event_channel/event_channel --event" \
-    "$build/subprojects/08_event_channel/event_channel -s $server_addr --event --size $1 --iters $2" |
-    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+perftest_send_lat() {  # perftest_send_lat SIZE ITERS [-e] -> median p99 (us): ib_send_lat, a Recv per message
+  pair_run "ib_send_lat -d $dev -x $gid_index -F ${3:-} -s $1 -n $2" \
+    "ib_send_lat -d $dev -x $gid_index -F ${3:-} -s $1 -n $2 $server_addr" | awk -v s="$1" "$lat_fields"
 }
-perftest_event_lat() {  # perftest_event_lat SIZE ITERS -> t_typical (us), ib_send_lat -e
-  pair_run "ib_send_lat -d $dev -x $gid_index -F -e -s $1 -n $2" \
-    "ib_send_lat -d $dev -x $gid_index -F -e -s $1 -n $2 $server_addr" |
-    awk -v s="$1" '$1 == s && NF >= 9 { print $5 }'
+perftest_event_lat() { perftest_send_lat "$1" "$2" -e; }
+ours_mode() {  # ours_mode MODE SIZE ITERS -> median p99 (us), the client's CPU us per message, wake-ups per message
+  pair_run "$build/subprojects/08_event_channel/event_channel --$1" \
+    "$build/subprojects/08_event_channel/event_channel -s $server_addr --$1 --size $2 --iters $3" |
+    awk -v s="$2" '$1 == s && NF >= 9 { lat = $5 " " $8 }
+                   /^wake-ups: / { w = $2 / $4 }
+                   /^CPU: / { for (i = 1; i < NF; i++) if ($(i + 1) == "us" && $(i + 2) == "per") cpu = $i }
+                   END { if (lat != "" && cpu != "") print lat, cpu, w + 0 }'
 }
 ours_srq() {  # ours_srq SIZE ITERS -> Mpps: 4 clients on one SRQ, window 64 each, every record together (the server's line)
   local out status=0
@@ -158,32 +176,222 @@ perftest_write_q4() {  # -> Mpps: 4 QPs of plain RDMA Writes, nobody notified
     "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $(($2 / 4)) -q 4 $server_addr" |
     awk -v s="$1" '$1 == s && NF >= 5 { print $NF }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-
-echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per figure"
-printf '%-40s %6s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"
-status=0
-row() {  # row LABEL SIZE ITERS OURS_FN THEIRS_FN
-  local label=$1 size=$2 iters=$3 ours theirs scratch
-  [[ -z "$only" || "$label" == "$only"* ]] || return 0
-  scratch=$(mktemp)
-  ours=$(for _ in $(seq "$reps"); do "$4" "$size" "$iters"; "$5" "$size" "$iters" >>"$scratch"; done | median)
-  theirs=$(median <"$scratch"); rm -f "$scratch"
-  if [[ -z "$ours" || -z "$theirs" ]]; then
-    echo "bench: no figure for '$label' at $size bytes (ours '$ours', perftest '$theirs')" >&2; status=1; return
-  fi
-  printf '%-40s %6s %12s %12s %7s\n' "$label" "$size" "$ours" "$theirs" \
-    "$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')"
+# 02's table, one line per size: bytes and the median us of its --iters runs.
+registration_costs() {
+  (ulimit -l "$memlock_kib" 2>/dev/null; "$build/subprojects/02_pd_mr/pd_mr" --iters 5) |
+    awk '/^registration cost/ { f = 1; next } f && $3 ~ /^[0-9]+$/ && $5 == "us" {
+           m = $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : 1; print $1 * m, $4 }'
 }
-row "04 rdma_write / ib_write_bw, Mpps" 64 20000 ours_bw perftest_bw
-row "04 rdma_write / ib_write_bw, Mpps" 4096 5000 ours_bw perftest_bw
-row "05 write_imm / ib_write_lat, median us" 8 1000 ours_lat perftest_lat
-row "05 write_imm / ib_write_lat, median us" 4096 1000 ours_lat perftest_lat
-row "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" 64 20000 ours_srq perftest_srq
-row "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" 4096 8000 ours_srq perftest_srq
-row "08 event_channel / ib_send_lat -e, median us" 8 1000 ours_event_lat perftest_event_lat
-row "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" 64 20000 ours_pipeline perftest_send_event_srq
-row "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" 4096 8000 ours_pipeline perftest_send_event_srq
-row "09 mempool x4 / ib_write_bw -q 4, Mpps" 64 20000 ours_pipeline perftest_write_q4
-row "09 mempool x4 / ib_write_bw -q 4, Mpps" 4096 8000 ours_pipeline perftest_write_q4
+# 09's --pool-cost machine lines: bytes, reg+dereg us, pool alloc+release us.
+pool_costs() {
+  "$build/subprojects/09_mempool/mempool" --pool-cost --cost-runs 5 | awk '$1 == "pool-cost" { print $2, $3, $4 }'
+}
+
+# Stats over the runs of one point: for each column, "median,min,max".
+spread() {
+  awk '{ for (i = 1; i <= NF; i++) v[i, NR] = $i; if (NF > k) k = NF }
+       END { if (!NR) exit 1
+             for (i = 1; i <= k; i++) {
+               n = 0; for (r = 1; r <= NR; r++) if ((i, r) in v) a[++n] = v[i, r] + 0
+               for (x = 2; x <= n; x++) { t = a[x]; for (y = x - 1; y >= 1 && a[y] > t; y--) a[y + 1] = a[y]; a[y + 1] = t }
+               printf "%s%s,%s,%s", (i > 1 ? "," : ""), a[int((n + 1) / 2)], a[1], a[n] }
+             print "" }'
+}
+
+# The CSVs' header: what a reader needs to know before trusting a number.
+kernel=$(uname -r)
+perftest_version=$(ib_write_bw --version 2>/dev/null | awk '/Version/ { print $2; exit }')
+if [[ -n "${RXE_VM:-}" ]]; then
+  platform="Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs"
+elif [[ -d /sys/module/rdma_rxe ]]; then
+  platform="Soft-RoCE (rdma_rxe) on this host"
+else
+  platform="$dev, a real port"
+fi
+csv_open() {  # csv_open NAME "COLUMNS" "WHAT" -> prints the file name; the header is written
+  local file=$data/$1.csv
+  {
+    echo "# figure: $1"
+    echo "# what: $3"
+    echo "# date: $(date -u +%Y-%m-%d)"
+    echo "# kernel: Linux $kernel"
+    echo "# device: $dev, $platform, $where"
+    echo "# perftest: ${perftest_version:-unknown}"
+    echo "# repetitions: $reps (a point is their median; _min and _max are the spread)"
+    echo "$2"
+  } >"$file.tmp"
+  echo "$file"
+}
+csv_close() { mv "$1.tmp" "$1" && echo "bench: wrote $1" >&2 || status=1; }
+
+# The progress line: which figure, which point, and the time left, from the
+# average so far of the points done.
+units_total=0 units_done=0 started=$(date +%s)
+wanted() { [[ -z "$only" || "$1" == "$only"* ]]; }
+plan() { wanted "$1" && units_total=$((units_total + $2)); }
+progress() {  # progress LABEL POINT
+  local now left=""
+  now=$(date +%s)
+  if ((units_done > 0)); then
+    left=$(( (now - started) * (units_total - units_done) / units_done ))
+    left=", about $((left / 60)) min $((left % 60)) s left"
+  fi
+  units_done=$((units_done + 1))
+  printf 'bench: [%d/%d] %s, %s%s\n' "$units_done" "$units_total" "$1" "$2" "$left" >&2
+}
+# point VAR LABEL SIZE FN ARGS...: VAR="median,min,max" for each column of
+# FN's line, over --reps runs; fails (and the run's status with it) when no
+# run gave one.
+point() {
+  local var=$1 label=$2 size=$3 fn=$4 out
+  shift 4
+  progress "$label" "$size bytes"
+  if ! out=$(for _ in $(seq "$reps"); do "$fn" "$@"; done | spread); then
+    echo "bench: no figure for '$label' at $size bytes" >&2; status=1; return 1
+  fi
+  printf -v "$var" '%s' "$out"
+}
+iters_for() {  # enough messages to run about a second, 2000 to 20000
+  local n=$(( (32 << 20) / $1 ))
+  ((n < 2000)) && n=2000
+  ((n > 20000)) && n=20000
+  echo "$n"
+}
+
+echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per point; CSVs into $data"
+status=0
+summary=$(mktemp)
+table() {  # table LABEL SIZE OURS THEIRS
+  local ratio
+  ratio=$(awk -v a="$3" -v b="$4" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+  printf '%-44s %6s %12s %12s %7s\n' "$1" "$2" "$3" "$4" "$ratio" >>"$summary"
+}
+first() { cut -d, -f"${2:-1}" <<<"$1"; }  # first "m,min,max,..." [FIELD]
+
+sizes_bw=(64 256 1024 4096 16384 65536)
+sizes_lat=(8 64 512 4096 16384 65536)
+plan 02 1; plan 04 $((${#sizes_bw[@]} * 2)); plan 05 $((${#sizes_lat[@]} * 3)); plan 06 5; plan 08 10; plan 09 7
+
+if wanted 02; then
+  # Up to 64 MiB, the table's largest size, where the limit can be raised.
+  memlock_kib=$( (ulimit -l 131072 2>/dev/null; ulimit -l) )
+  f=$(csv_open 02-registration "size_bytes,reg_us,reg_us_min,reg_us_max" \
+      "ibv_reg_mr + ibv_dereg_mr of one buffer, median of 5 per run (pd_mr's cost table, up to half the memlock limit: $memlock_kib KiB)")
+  progress "02 registration" "4 KiB to 64 MiB"
+  runs=$(mktemp)
+  for r in $(seq "$reps"); do registration_costs; done >"$runs"
+  for s in $(awk '{ print $1 }' "$runs" | sort -nu); do
+    echo "$s,$(awk -v s="$s" '$1 == s { print $2 }' "$runs" | spread)"
+  done >>"$f.tmp"
+  rm -f "$runs"
+  csv_close "$f"
+fi
+
+if wanted 04; then
+  f=$(csv_open 04-write-rate "size_bytes,ours_mbps,ours_mbps_min,ours_mbps_max,ours_mpps,ours_mpps_min,ours_mpps_max,perftest_mbps,perftest_mbps_min,perftest_mbps_max,perftest_mpps,perftest_mpps_min,perftest_mpps_max" \
+      "04 rdma_write --tx-depth 128 --cq-mod 100 beside ib_write_bw -t 128 -Q 100: message rate and bandwidth")
+  for s in "${sizes_bw[@]}"; do
+    n=$(iters_for "$s")
+    point ours "04 rdma_write" "$s" ours_bw "$s" "$n" && point theirs "04 ib_write_bw" "$s" perftest_bw "$s" "$n" || continue
+    echo "$s,$ours,$theirs" >>"$f.tmp"
+    table "04 rdma_write / ib_write_bw, Mpps" "$s" "$(first "$ours" 4)" "$(first "$theirs" 4)"
+  done
+  csv_close "$f"
+fi
+
+if wanted 05; then
+  f=$(csv_open 05-latency "size_bytes,ours_median_us,ours_median_us_min,ours_median_us_max,ours_p99_us,ours_p99_us_min,ours_p99_us_max,write_lat_median_us,write_lat_median_us_min,write_lat_median_us_max,write_lat_p99_us,write_lat_p99_us_min,write_lat_p99_us_max,send_lat_median_us,send_lat_median_us_min,send_lat_median_us_max,send_lat_p99_us,send_lat_p99_us_min,send_lat_p99_us_max" \
+      "05 write_imm --latency (1000 round trips) beside ib_write_lat and ib_send_lat: one-way latency, median and 99 %")
+  for s in "${sizes_lat[@]}"; do
+    point ours "05 write_imm --latency" "$s" ours_lat "$s" 1000 &&
+      point wl "05 ib_write_lat" "$s" perftest_lat "$s" 1000 &&
+      point sl "05 ib_send_lat" "$s" perftest_send_lat "$s" 1000 || continue
+    echo "$s,$ours,$wl,$sl" >>"$f.tmp"
+    table "05 write_imm / ib_write_lat, median us" "$s" "$(first "$ours")" "$(first "$wl")"
+    table "05 write_imm / ib_send_lat, median us" "$s" "$(first "$ours")" "$(first "$sl")"
+  done
+  csv_close "$f"
+fi
+
+if wanted 06; then
+  # One run: a timeline is not a median. The server prints every client's
+  # count every 50 ms (--progress-ms).
+  f=$(csv_open 06-greedy "time_ms,client,role,records" \
+      "06 srq_credits, window 16: one greedy client (60000 records) and three fair ones (2000), the server's --progress-ms 50 lines of one run")
+  sed -i 's/^# repetitions: .*/# repetitions: 1 (one run: a timeline has no median)/' "$f.tmp"
+  progress "06 greedy client" "one run"
+  out=$(mktemp)
+  on_server "$build/subprojects/06_srq_credits/srq_credits" --progress-ms 50 >"$out" 2>&1 &
+  spid=$! pids=()
+  "$build/subprojects/06_srq_credits/srq_credits" -s "$server_addr" --records 60000 --wait-ms 30000 >/dev/null 2>&1 &
+  pids+=($!)
+  # The fair ones start once the greedy one has joined (the server's
+  # "client 1" line) and has streamed alone for a moment.
+  for _ in $(seq 100); do grep -q '^client 1 ' "$out" && break; sleep 0.1; done
+  sleep 0.2
+  for _ in 1 2 3; do
+    "$build/subprojects/06_srq_credits/srq_credits" -s "$server_addr" --records 2000 --wait-ms 30000 >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  ok=1
+  for p in "${pids[@]}" "$spid"; do wait "$p" || ok=0; done
+  if [[ $ok == 1 ]]; then
+    # A client's role is what it sent: the one that ends at 60000 is greedy.
+    awk -v greedy=60000 '
+      $1 == "progress" { for (i = 4; i <= NF; i++) { split($i, kv, ":"); line[++n] = $2 "," kv[1]; count[n] = kv[2]; last[kv[1]] = kv[2] } }
+      END { for (i = 1; i <= n; i++) { split(line[i], tc, ","); print line[i] "," (last[tc[2]] == greedy ? "greedy" : "fair") "," count[i] } }' "$out" >>"$f.tmp"
+    csv_close "$f"
+  else
+    echo "bench: the greedy-client run failed:" >&2; cat "$out" >&2; rm -f "$f.tmp"; status=1
+  fi
+  rm -f "$out"
+  for s in 64 4096; do
+    n=$([[ $s == 64 ]] && echo 20000 || echo 8000)
+    point ours "06 srq_credits x4" "$s" ours_srq "$s" "$n" && point theirs "06 ib_send_bw -q 4 --use-srq" "$s" perftest_srq "$s" "$n" || continue
+    table "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$theirs")"
+  done
+fi
+
+if wanted 08; then
+  f=$(csv_open 08-modes "mode,size_bytes,median_us,median_us_min,median_us_max,p99_us,p99_us_min,p99_us_max,cpu_us_per_msg,cpu_us_per_msg_min,cpu_us_per_msg_max,wakeups_per_msg,wakeups_per_msg_min,wakeups_per_msg_max" \
+      "08 event_channel, both sides in one mode, 1000 rounds of Sends; the client's CPU (getrusage) and wake-ups; ib_send_lat beside it")
+  for s in 8 4096; do
+    for m in poll event hybrid; do
+      v=""
+      point v "08 --$m" "$s" ours_mode "$m" "$s" 1000 && echo "--$m,$s,$v" >>"$f.tmp"
+      [[ $m == event ]] && ours_event=$v
+    done
+    v=""
+    point v "08 ib_send_lat" "$s" perftest_send_lat "$s" 1000 && echo "ib_send_lat,$s,$v,,,,,," >>"$f.tmp"
+    point v "08 ib_send_lat -e" "$s" perftest_event_lat "$s" 1000 && echo "ib_send_lat -e,$s,$v,,,,,," >>"$f.tmp" &&
+      table "08 event_channel --event / ib_send_lat -e, median us" "$s" "$(first "${ours_event:-}")" "$(first "$v")"
+  done
+  csv_close "$f"
+fi
+
+if wanted 09; then
+  f=$(csv_open 09-pool-cost "size_bytes,reg_us,reg_us_min,reg_us_max,pool_us,pool_us_min,pool_us_max" \
+      "09 mempool --pool-cost --cost-runs 5: ibv_reg_mr + ibv_dereg_mr per message against the pool's alloc + release")
+  progress "09 pool cost" "4 KiB to 4 MiB"
+  runs=$(mktemp)
+  for r in $(seq "$reps"); do pool_costs; done >"$runs"
+  for s in $(awk '{ print $1 }' "$runs" | sort -nu); do
+    echo "$s,$(awk -v s="$s" '$1 == s { print $2, $3 }' "$runs" | spread)"
+  done >>"$f.tmp"
+  rm -f "$runs"
+  csv_close "$f"
+  for s in 64 4096; do
+    n=$([[ $s == 64 ]] && echo 20000 || echo 8000)
+    point ours "09 mempool x4" "$s" ours_pipeline "$s" "$n" &&
+      point se "09 ib_send_bw -e -q 4 --use-srq" "$s" perftest_send_event_srq "$s" "$n" &&
+      point wq "09 ib_write_bw -q 4" "$s" perftest_write_q4 "$s" "$n" || continue
+    table "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$se")"
+    table "09 mempool x4 / ib_write_bw -q 4, Mpps" "$s" "$(first "$ours")" "$(first "$wq")"
+  done
+fi
+
+printf '%-44s %6s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"
+cat "$summary"
+rm -f "$summary"
+echo "bench: $((($(date +%s) - started) / 60)) min $((($(date +%s) - started) % 60)) s"
 exit "$status"

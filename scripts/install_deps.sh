@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages this tutorial needs.
 #
-#   scripts/install_deps.sh [--no-vm]
+#   scripts/install_deps.sh [--no-vm] [--no-docs]
 #
 # Only packages that are not installed yet are fetched, so running it again is
 # cheap. Uses sudo when not run as root.
 #
 #   --no-vm    skip the packages for the qemu guest (scripts/rxe_vm.sh); use this
 #              when the host kernel has RDMA support (Soft-RoCE or a real NIC)
+#   --no-docs  skip matplotlib, which only scripts/plot.py (the chapters'
+#              figures) and its test need; every stage builds and runs without it
 #   -h, --help show this text
 set -euo pipefail
 
 # The help text is the comment block at the top of this file.
 usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
 
-want_vm=1
+want_vm=1 want_docs=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-vm) want_vm=0; shift ;;
+    --no-docs) want_docs=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "install_deps: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -36,6 +39,8 @@ runtime_pkgs=(rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod)
 # the tools that pack the initramfs and unpack compressed modules, and the
 # pair's packet capture and its decoding (run.sh --pair --capture, the pair
 # suite's wire checks: tcpdump in the guest, tshark's RoCE v2 dissector).
+# The docs part: scripts/plot.py draws docs/img/*.svg from docs/data/*.csv.
+docs_pkgs=(python3-matplotlib)
 vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark)
 
 # Read the distribution once: the kernel meta-package has a different name on
@@ -56,6 +61,7 @@ vm_pkgs=("${vm_pkgs[@]/KERNEL/$kernel_pkg}")
 
 pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}")
 if [[ $want_vm == 1 ]]; then pkgs+=("${vm_pkgs[@]}"); fi
+if [[ $want_docs == 1 ]]; then pkgs+=("${docs_pkgs[@]}"); fi
 
 # Not a Debian family system: say what is needed and stop; package names differ
 # elsewhere (rdma-core, libibverbs-utils, perftest... on Fedora, for example).
@@ -67,6 +73,9 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
     echo "  runtime: ${runtime_pkgs[*]}"
     if [[ $want_vm == 1 ]]; then
       echo "  guest:   ${vm_pkgs[*]}  (only for scripts/rxe_vm.sh)"
+    fi
+    if [[ $want_docs == 1 ]]; then
+      echo "  docs:    ${docs_pkgs[*]}  (only for scripts/plot.py)"
     fi
   } >&2
   exit 1

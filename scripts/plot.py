@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""Draw the chapters' figures from the benchmark's CSVs.
+
+    scripts/plot.py                    every figure: docs/data/NAME.csv -> docs/img/NAME.svg
+    scripts/plot.py 04-write-rate      only these figures
+    scripts/plot.py --check            draw in memory and compare with the committed SVGs
+    scripts/plot.py --data DIR --out DIR
+
+scripts/bench.sh writes the CSVs: comment lines "# key: value" with the
+conditions of the run (figure, date, kernel, device, perftest, repetitions),
+then a header row, then one row per point. Each point is the median of the
+runs, with its spread in the _min and _max columns. A malformed file is
+refused with its line number (exit 2); --check exits 1 naming every stale
+picture, and 77 when this matplotlib is not the one that drew them.
+
+The output is the same bytes for the same CSV: a fixed svg.hashsalt, text
+kept as text, and no date in the SVG's metadata (the caption names the date
+of the measurement, which is data). Needs matplotlib (python3-matplotlib,
+installed by scripts/install_deps.sh unless --no-docs).
+"""
+
+import argparse
+import csv
+import io
+import math
+import os
+import re
+import sys
+import textwrap
+
+HEADER_KEYS = ("figure", "date", "kernel", "device", "perftest", "repetitions")
+OURS, PERFTEST, OTHER = "#1f5fa8", "#c0392b", "#6c7a89"
+
+
+class BadData(Exception):
+    """A CSV that cannot be drawn; the message starts with FILE:LINE."""
+
+
+def size_text(n):
+    n = int(n)
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def read_csv(path, columns, text_columns=(), optional=()):
+    """The table at PATH: (header dict, list of row dicts). COLUMNS must be
+    its header row exactly; every field is a finite number but those in
+    TEXT_COLUMNS, and those in OPTIONAL may be empty (None)."""
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise BadData(f"{name}: cannot read: {e.strerror}") from None
+    header, rows, fields = {}, [], None
+    for number, line in enumerate(lines, 1):
+        where = f"{name}:{number}"
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            m = re.match(r"#\s*([a-z]+):\s*(.*?)\s*$", line)
+            if not m:
+                raise BadData(f"{where}: a comment line must be '# key: value'")
+            header[m.group(1)] = m.group(2)
+            continue
+        values = next(csv.reader([line]))
+        if fields is None:
+            if values != list(columns):
+                raise BadData(f"{where}: the header row must be {','.join(columns)}")
+            fields = values
+            continue
+        if len(values) != len(fields):
+            raise BadData(f"{where}: {len(values)} fields, the header has {len(fields)}")
+        row = {}
+        for key, value in zip(fields, values):
+            if key in text_columns:
+                if not value:
+                    raise BadData(f"{where}: {key} is empty")
+                row[key] = value
+            elif value == "" and key in optional:
+                row[key] = None
+            else:
+                try:
+                    row[key] = float(value)
+                except ValueError:
+                    raise BadData(f"{where}: {key} is '{value}', not a number") from None
+                if not math.isfinite(row[key]) or row[key] < 0:
+                    raise BadData(f"{where}: {key} is '{value}', not a finite number >= 0")
+        for key in fields:  # a median outside its own spread is not a bench.sh row
+            lo, hi = row.get(key + "_min"), row.get(key + "_max")
+            if row.get(key) is not None and lo is not None and hi is not None and not lo <= row[key] <= hi:
+                raise BadData(f"{where}: {key} {row[key]:g} lies outside its spread {lo:g} to {hi:g}")
+        rows.append(row)
+    missing = [k for k in HEADER_KEYS if k not in header]
+    if missing:
+        raise BadData(f"{name}:1: the header lacks '# {missing[0]}: ...'")
+    if header["figure"] != os.path.splitext(name)[0]:
+        raise BadData(f"{name}:1: '# figure: {header['figure']}' in a file named {name}")
+    if fields is None:
+        raise BadData(f"{name}:{len(lines)}: no header row")
+    if not rows:
+        raise BadData(f"{name}:{len(lines)}: no data rows")
+    return header, rows
+
+
+def caption(fig, header):
+    """Two lines under the plot: where and how it was measured."""
+    lines = [header["device"],
+             f"{header['kernel']}, perftest {header['perftest']}, repetitions {header['repetitions']}, "
+             f"measured {header['date']} by scripts/bench.sh. Only ratios on the same device mean anything."]
+    lines = [part for line in lines for part in textwrap.wrap(line, 150)]
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, color="#555555", va="bottom")
+    # Room for the caption and the x axis's label above it.
+    fig.subplots_adjust(bottom=(0.6 + 0.1 * len(lines)) / fig.get_figheight())
+
+
+def size_axis(ax, sizes):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    # Past eight sizes, every other label, so they do not run together.
+    step = 2 if len(sizes) > 8 else 1
+    ax.set_xticklabels([size_text(s) if i % step == 0 else "" for i, s in enumerate(sizes)], fontsize=8)
+    ax.minorticks_off()
+    ax.set_xlabel("message size")
+
+
+def series(ax, rows, x, y, label, color, style="-", marker="o"):
+    xs = [r[x] for r in rows]
+    ys = [r[y] for r in rows]
+    lo = [r[y] - r[y + "_min"] for r in rows]
+    hi = [r[y + "_max"] - r[y] for r in rows]
+    ax.errorbar(xs, ys, yerr=[lo, hi], label=label, color=color, linestyle=style, marker=marker,
+                markersize=4, capsize=3, linewidth=1.4)
+
+
+def ratio_panel(ax, rows, pairs, goal=None, goal_text=""):
+    for num, den, label, color in pairs:
+        xs = [r["size_bytes"] for r in rows]
+        ax.plot(xs, [r[num] / r[den] for r in rows], marker="o", markersize=4, color=color, label=label)
+    ax.axhline(1.0, color="#999999", linewidth=0.8)
+    if goal is not None:
+        ax.axhline(goal, color="#2e8b57", linestyle=":", linewidth=1.2, label=goal_text)
+    ax.set_ylabel("ratio")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(True, alpha=0.3)
+
+
+def fig_02(plt, header, rows):
+    fig, ax = plt.subplots(figsize=(7.6, 4.6))
+    sizes = [r["size_bytes"] for r in rows]
+    series(ax, rows, "size_bytes", "reg_us", "ibv_reg_mr + ibv_dereg_mr (median, spread of runs)", PERFTEST)
+    # A cost in proportion to the pages: a line of slope 1 through the largest size.
+    last = rows[-1]
+    ax.plot([sizes[0], sizes[-1]], [last["reg_us"] * sizes[0] / sizes[-1], last["reg_us"]],
+            linestyle="--", color=OTHER, linewidth=1, label="in proportion to the pages (through the largest)")
+    ax.axhline(rows[0]["reg_us"], linestyle=":", color=OTHER, linewidth=1, label="the one-page cost")
+    ax.set_yscale("log")
+    size_axis(ax, sizes)
+    ax.set_ylabel("microseconds per registration")
+    ax.set_ylim(bottom=min(r["reg_us_min"] for r in rows) / 2)
+    ax.set_title("02: a fixed cost per call for small buffers; for large ones the pages dominate", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def fig_04(plt, header, rows):
+    fig, (rate, bw, ratio) = plt.subplots(3, 1, figsize=(7.6, 7.4), sharex=True,
+                                          gridspec_kw={"height_ratios": [3, 2, 1.6]})
+    sizes = [r["size_bytes"] for r in rows]
+    series(rate, rows, "size_bytes", "ours_mpps", "04 rdma_write", OURS)
+    series(rate, rows, "size_bytes", "perftest_mpps", "ib_write_bw", PERFTEST, style="--", marker="s")
+    rate.set_yscale("log")
+    rate.set_ylabel("million messages / s")
+    rate.legend(fontsize=8)
+    rate.grid(True, which="both", alpha=0.3)
+    rate.set_title("04: the rate holds while each write costs per message, then falls as the bytes dominate",
+                   fontsize=9)
+    series(bw, rows, "size_bytes", "ours_mbps", "04 rdma_write", OURS)
+    series(bw, rows, "size_bytes", "perftest_mbps", "ib_write_bw", PERFTEST, style="--", marker="s")
+    bw.set_yscale("log")
+    bw.set_ylabel("MB / s")
+    bw.grid(True, which="both", alpha=0.3)
+    ratio_panel(ratio, rows, [("ours_mpps", "perftest_mpps", "rdma_write / ib_write_bw, message rate", OURS)],
+                0.95, "the goal: 0.95")
+    size_axis(ratio, sizes)
+    fig.subplots_adjust(hspace=0.12)
+    return fig
+
+
+def fig_05(plt, header, rows):
+    fig, (lat, ratio) = plt.subplots(2, 1, figsize=(7.6, 6.6), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
+    sizes = [r["size_bytes"] for r in rows]
+    for prefix, label, color, marker in (("ours", "05 write_imm --latency", OURS, "o"),
+                                         ("write_lat", "ib_write_lat", PERFTEST, "s"),
+                                         ("send_lat", "ib_send_lat", OTHER, "^")):
+        series(lat, rows, "size_bytes", prefix + "_median_us", label + ", median", color, marker=marker)
+        lat.plot(sizes, [r[prefix + "_p99_us"] for r in rows], color=color, linestyle=":", marker=marker,
+                 markersize=3, linewidth=1, label=label + ", 99 %")
+    lat.set_yscale("log")
+    lat.set_ylabel("one-way latency, microseconds")
+    lat.legend(fontsize=7, ncol=2)
+    lat.grid(True, which="both", alpha=0.3)
+    lat.set_title("05: up to 4 KiB write_imm sits above both perftest tools, which sit together; from 16 KiB all meet",
+                  fontsize=9)
+    ratio_panel(ratio, rows, [("ours_median_us", "write_lat_median_us", "median: write_imm / ib_write_lat", OURS),
+                              ("ours_median_us", "send_lat_median_us", "median: write_imm / ib_send_lat", OTHER)],
+                1.1, "the goal: at most 1.1 x ib_write_lat")
+    size_axis(ratio, sizes)
+    fig.subplots_adjust(hspace=0.1)
+    return fig
+
+
+def fig_06(plt, header, rows):
+    fig, (total, rate) = plt.subplots(2, 1, figsize=(7.6, 6.4), sharex=True, gridspec_kw={"height_ratios": [1, 1]})
+    clients = sorted({int(r["client"]) for r in rows})
+    fair = 0
+    for c in clients:
+        mine = [r for r in rows if int(r["client"]) == c]
+        greedy = mine[0]["role"] == "greedy"
+        color = PERFTEST if greedy else ["#1f5fa8", "#4a90d9", "#8ab8ea"][fair % 3]
+        fair += 0 if greedy else 1
+        label = f"client {c} ({mine[0]['role']}, {int(mine[-1]['records'])} records)"
+        seconds = [r["time_ms"] / 1000 for r in mine]
+        total.step(seconds, [r["records"] for r in mine], where="post", color=color, linewidth=1.6, label=label)
+        # Records per second between two progress lines, while the client streamed.
+        pts = [(b["time_ms"] / 1000, (b["records"] - a["records"]) / ((b["time_ms"] - a["time_ms"]) / 1000))
+               for a, b in zip(mine, mine[1:]) if b["time_ms"] > a["time_ms"] and b["records"] > a["records"]]
+        if pts:
+            rate.plot([t for t, _ in pts], [v for _, v in pts], color=color, marker="o", markersize=3, linewidth=1.2)
+    total.set_ylabel("records consumed so far")
+    total.legend(fontsize=8)
+    total.grid(True, alpha=0.3)
+    total.set_title("06: alone, the greedy client streams at full rate; beside the fair ones it gets about a share, "
+                    "and they finish first", fontsize=9)
+    rate.set_ylabel("records / s, per 50 ms")
+    rate.set_xlabel("seconds since the first record")
+    rate.grid(True, alpha=0.3)
+    fig.subplots_adjust(hspace=0.1)
+    return fig
+
+
+def fig_08(plt, header, rows):
+    fig, axes = plt.subplots(2, 2, figsize=(8.2, 6.4))
+    modes = []
+    for r in rows:
+        if r["mode"] not in modes:
+            modes.append(r["mode"])
+    sizes = sorted({r["size_bytes"] for r in rows})
+    colors = {"--poll": "#1f5fa8", "--event": "#2e8b57", "--hybrid": "#8e44ad",
+              "ib_send_lat": PERFTEST, "ib_send_lat -e": "#e59866"}
+    panels = ((axes[0][0], "median_us", "median latency, us", True), (axes[0][1], "p99_us", "99 % latency, us", True),
+              (axes[1][0], "cpu_us_per_msg", "client CPU per message, us", False),
+              (axes[1][1], "wakeups_per_msg", "client wake-ups per message", False))
+    width = 0.8 / len(modes)
+    for ax, value, title, log in panels:
+        for i, mode in enumerate(modes):
+            xs, ys, lo, hi = [], [], [], []
+            for j, size in enumerate(sizes):
+                r = next((r for r in rows if r["mode"] == mode and r["size_bytes"] == size), None)
+                if r is None or r[value] is None:
+                    continue
+                xs.append(j + (i - (len(modes) - 1) / 2) * width)
+                ys.append(r[value])
+                lo.append(r[value] - r[value + "_min"])
+                hi.append(r[value + "_max"] - r[value])
+            if xs:
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, color=colors.get(mode, OTHER), label=mode)
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels([size_text(s) for s in sizes])
+        ax.set_title(title, fontsize=9)
+        if log:
+            ax.set_yscale("log")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("08: sleeping pays a wake-up per message, in latency and (in this guest) in CPU; "
+                 "the hybrid keeps polling's latency", fontsize=10)
+    fig.subplots_adjust(hspace=0.3)
+    return fig
+
+
+# 09 prints microseconds with three decimals: a pool time printed as 0.000
+# was below that, and a log axis cannot show zero. It is drawn at this floor,
+# the most the printed number says.
+FLOOR_US = 0.001
+
+
+def fig_09(plt, header, rows):
+    fig, ax = plt.subplots(figsize=(7.6, 4.6))
+    for r in rows:
+        for k in ("pool_us", "pool_us_min", "pool_us_max"):
+            r[k] = max(r[k], FLOOR_US)
+    sizes = [r["size_bytes"] for r in rows]
+    series(ax, rows, "size_bytes", "reg_us", "ibv_reg_mr + ibv_dereg_mr per message", PERFTEST)
+    series(ax, rows, "size_bytes", "pool_us", "pool alloc + release", OURS, marker="s")
+    for r in rows:
+        ax.annotate(f"{r['reg_us'] / r['pool_us']:.0f}x", (r["size_bytes"], math.sqrt(r["reg_us"] * r["pool_us"])),
+                    fontsize=8, ha="center", color="#333333")
+    ax.set_yscale("log")
+    size_axis(ax, sizes)
+    ax.set_ylabel("microseconds per buffer")
+    ax.set_title("09: registering per message costs hundreds of times the pool, more with every page", fontsize=10)
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 0.1))
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def spread_columns(*names):
+    """Each column as bench.sh writes it: the median, then its _min and _max."""
+    return [c for n in names for c in (n, n + "_min", n + "_max")]
+
+
+# name: (columns, text columns, optional columns, draw)
+FIGURES = {
+    "02-registration": (["size_bytes"] + spread_columns("reg_us"), (), (), fig_02),
+    "04-write-rate": (["size_bytes"] + spread_columns("ours_mbps", "ours_mpps", "perftest_mbps", "perftest_mpps"),
+                      (), (), fig_04),
+    "05-latency": (["size_bytes"] + spread_columns("ours_median_us", "ours_p99_us", "write_lat_median_us",
+                                                   "write_lat_p99_us", "send_lat_median_us", "send_lat_p99_us"),
+                   (), (), fig_05),
+    "06-greedy": (["time_ms", "client", "role", "records"], ("role",), (), fig_06),
+    "08-modes": (["mode", "size_bytes"] + spread_columns("median_us", "p99_us", "cpu_us_per_msg", "wakeups_per_msg"),
+                 ("mode",), spread_columns("cpu_us_per_msg", "wakeups_per_msg"), fig_08),
+    "09-pool-cost": (["size_bytes"] + spread_columns("reg_us", "pool_us"), (), (), fig_09),
+}
+
+
+def load(name, data_dir):
+    columns, text, optional, _ = FIGURES[name]
+    return read_csv(os.path.join(data_dir, name + ".csv"), columns, text, optional)
+
+
+def render(name, header, rows):
+    """The SVG bytes of figure NAME, drawn from its CSV's HEADER and ROWS."""
+    draw = FIGURES[name][3]
+    import matplotlib
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+    matplotlib.rcParams.update({"svg.hashsalt": "rdma-tutorial", "svg.fonttype": "none",
+                                "font.family": "DejaVu Sans", "axes.titlesize": 10})
+    fig = draw(plt, header, rows)
+    caption(fig, header)
+    out = io.BytesIO()
+    fig.savefig(out, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return out.getvalue()
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    docs = os.path.join(os.path.dirname(here), "docs")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], usage=__doc__.split("\n\n")[1])
+    p.add_argument("figures", nargs="*", help="figure names (default: all)")
+    p.add_argument("--data", default=os.path.join(docs, "data"))
+    p.add_argument("--out", default=os.path.join(docs, "img"))
+    p.add_argument("--check", action="store_true")
+    args = p.parse_args()
+    unknown = [f for f in args.figures if f not in FIGURES]
+    if unknown:
+        print(f"plot: no figure '{unknown[0]}' (known: {', '.join(FIGURES)})", file=sys.stderr)
+        return 2
+    names = args.figures or list(FIGURES)
+    tables = {}
+    for name in names:  # every CSV is checked before anything is drawn
+        try:
+            tables[name] = load(name, args.data)
+        except BadData as e:
+            print(f"plot: {e}", file=sys.stderr)
+            return 2
+    try:
+        import matplotlib
+    except ImportError:
+        # Debian's python3-matplotlib is in Debian's Python; the python3 first
+        # on PATH may be another one (pyenv, a venv). Run again under it.
+        system = "/usr/bin/python3"
+        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
+                and not os.environ.get("RDMA_TUTORIAL_PLOT_REEXEC"):
+            os.environ["RDMA_TUTORIAL_PLOT_REEXEC"] = "1"
+            os.execv(system, [system, os.path.abspath(__file__)] + sys.argv[1:])
+        print("plot: matplotlib is missing (scripts/install_deps.sh, or apt-get install python3-matplotlib)",
+              file=sys.stderr)
+        return 77 if args.check else 1
+    stale = []
+    for name in names:
+        svg = render(name, *tables[name])
+        target = os.path.join(args.out, name + ".svg")
+        if not args.check:
+            os.makedirs(args.out, exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(svg)
+            print(f"plot: wrote {target}")
+            continue
+        try:
+            with open(target, "rb") as f:
+                committed = f.read()
+        except OSError:
+            committed = b""
+        if committed == svg:
+            print(f"plot: {name}.svg is what {name}.csv draws")
+            continue
+        drawn_by = re.search(rb"Matplotlib v([0-9.]+)", committed)
+        if drawn_by and drawn_by.group(1).decode() != matplotlib.__version__:
+            print(f"plot: {name}.svg was drawn by matplotlib {drawn_by.group(1).decode()}, this is "
+                  f"{matplotlib.__version__}: not comparable", file=sys.stderr)
+            return 77
+        stale.append(name)
+        print(f"plot: {target} is stale: {name}.csv draws other bytes (run scripts/plot.py {name})",
+              file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -203,7 +203,7 @@ def fig_05(plt, header, rows):
     lat.set_ylabel("one-way latency, microseconds")
     lat.legend(fontsize=7, ncol=2)
     lat.grid(True, which="both", alpha=0.3)
-    lat.set_title("05: up to 4 KiB write_imm sits above both perftest tools, which sit together; from 16 KiB all meet",
+    lat.set_title("05: up to 4 KiB write_imm sits above both perftest tools; from 16 KiB the bytes dominate and all meet",
                   fontsize=9)
     ratio_panel(ratio, rows, [("ours_median_us", "write_lat_median_us", "median: write_imm / ib_write_lat", OURS),
                               ("ours_median_us", "send_lat_median_us", "median: write_imm / ib_send_lat", OTHER)],
@@ -233,7 +233,7 @@ def fig_06(plt, header, rows):
     total.set_ylabel("records consumed so far")
     total.legend(fontsize=8)
     total.grid(True, alpha=0.3)
-    total.set_title("06: alone, the greedy client streams at full rate; beside the fair ones it gets about a share, "
+    total.set_title("06: beside the fair clients the greedy one falls to a fraction of its rate alone, "
                     "and they finish first", fontsize=9)
     rate.set_ylabel("records / s, per 50 ms")
     rate.set_xlabel("seconds since the first record")

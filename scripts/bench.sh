@@ -251,6 +251,17 @@ point() {
   fi
   printf -v "$var" '%s' "$out"
 }
+# per_size FN: FN prints "SIZE VALUE..." lines (a whole table per run); runs
+# it --reps times and prints "SIZE,median,min,max,..." for each size.
+per_size() {
+  local runs s
+  runs=$(mktemp)
+  for _ in $(seq "$reps"); do "$1"; done >"$runs"
+  for s in $(awk '{ print $1 }' "$runs" | sort -nu); do
+    echo "$s,$(awk -v s="$s" '$1 == s { $1 = ""; print }' "$runs" | spread)"
+  done
+  rm -f "$runs"
+}
 iters_for() {  # enough messages to run about a second, 2000 to 20000
   local n=$(( (32 << 20) / $1 ))
   ((n < 2000)) && n=2000
@@ -270,7 +281,17 @@ first() { cut -d, -f"${2:-1}" <<<"$1"; }  # first "m,min,max,..." [FIELD]
 
 sizes_bw=(64 256 1024 4096 16384 65536)
 sizes_lat=(8 64 512 4096 16384 65536)
-plan 02 1; plan 04 $((${#sizes_bw[@]} * 2)); plan 05 $((${#sizes_lat[@]} * 3)); plan 06 5; plan 08 10; plan 09 7
+sizes_modes=(8 4096)
+modes=(poll event hybrid)
+sizes_rows=(64 4096)  # 06's and 09's rows of the table, four clients together
+rows_iters() { if [[ $1 == 64 ]]; then echo 20000; else echo 8000; fi; }
+# Points per figure, for the time left: what the loops below measure.
+plan 02 1
+plan 04 $((${#sizes_bw[@]} * 2))
+plan 05 $((${#sizes_lat[@]} * 3))
+plan 06 $((1 + ${#sizes_rows[@]} * 2))
+plan 08 $((${#sizes_modes[@]} * (${#modes[@]} + 2)))
+plan 09 $((1 + ${#sizes_rows[@]} * 3))
 
 if wanted 02; then
   # Up to 64 MiB, the table's largest size, where the limit can be raised.
@@ -278,12 +299,7 @@ if wanted 02; then
   f=$(csv_open 02-registration "size_bytes,reg_us,reg_us_min,reg_us_max" \
       "ibv_reg_mr + ibv_dereg_mr of one buffer, median of 5 per run (pd_mr's cost table, up to half the memlock limit: $memlock_kib KiB)")
   progress "02 registration" "4 KiB to 64 MiB"
-  runs=$(mktemp)
-  for r in $(seq "$reps"); do registration_costs; done >"$runs"
-  for s in $(awk '{ print $1 }' "$runs" | sort -nu); do
-    echo "$s,$(awk -v s="$s" '$1 == s { print $2 }' "$runs" | spread)"
-  done >>"$f.tmp"
-  rm -f "$runs"
+  per_size registration_costs >>"$f.tmp"
   csv_close "$f"
 fi
 
@@ -345,8 +361,8 @@ if wanted 06; then
     echo "bench: the greedy-client run failed:" >&2; cat "$out" >&2; rm -f "$f.tmp"; status=1
   fi
   rm -f "$out"
-  for s in 64 4096; do
-    n=$([[ $s == 64 ]] && echo 20000 || echo 8000)
+  for s in "${sizes_rows[@]}"; do
+    n=$(rows_iters "$s")
     point ours "06 srq_credits x4" "$s" ours_srq "$s" "$n" && point theirs "06 ib_send_bw -q 4 --use-srq" "$s" perftest_srq "$s" "$n" || continue
     table "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$theirs")"
   done
@@ -355,8 +371,8 @@ fi
 if wanted 08; then
   f=$(csv_open 08-modes "mode,size_bytes,median_us,median_us_min,median_us_max,p99_us,p99_us_min,p99_us_max,cpu_us_per_msg,cpu_us_per_msg_min,cpu_us_per_msg_max,wakeups_per_msg,wakeups_per_msg_min,wakeups_per_msg_max" \
       "08 event_channel, both sides in one mode, 1000 rounds of Sends; the client's CPU (getrusage) and wake-ups; ib_send_lat beside it")
-  for s in 8 4096; do
-    for m in poll event hybrid; do
+  for s in "${sizes_modes[@]}"; do
+    for m in "${modes[@]}"; do
       v=""
       point v "08 --$m" "$s" ours_mode "$m" "$s" 1000 && echo "--$m,$s,$v" >>"$f.tmp"
       [[ $m == event ]] && ours_event=$v
@@ -373,15 +389,10 @@ if wanted 09; then
   f=$(csv_open 09-pool-cost "size_bytes,reg_us,reg_us_min,reg_us_max,pool_us,pool_us_min,pool_us_max" \
       "09 mempool --pool-cost --cost-runs 5: ibv_reg_mr + ibv_dereg_mr per message against the pool's alloc + release")
   progress "09 pool cost" "4 KiB to 4 MiB"
-  runs=$(mktemp)
-  for r in $(seq "$reps"); do pool_costs; done >"$runs"
-  for s in $(awk '{ print $1 }' "$runs" | sort -nu); do
-    echo "$s,$(awk -v s="$s" '$1 == s { print $2, $3 }' "$runs" | spread)"
-  done >>"$f.tmp"
-  rm -f "$runs"
+  per_size pool_costs >>"$f.tmp"
   csv_close "$f"
-  for s in 64 4096; do
-    n=$([[ $s == 64 ]] && echo 20000 || echo 8000)
+  for s in "${sizes_rows[@]}"; do
+    n=$(rows_iters "$s")
     point ours "09 mempool x4" "$s" ours_pipeline "$s" "$n" &&
       point se "09 ib_send_bw -e -q 4 --use-srq" "$s" perftest_send_event_srq "$s" "$n" &&
       point wq "09 ib_write_bw -q 4" "$s" perftest_write_q4 "$s" "$n" || continue

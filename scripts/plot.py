@@ -126,6 +126,13 @@ def size_axis(ax, sizes):
     ax.set_xlabel("message size")
 
 
+def log_panel(ax, ylabel):
+    """A panel whose values span decades: log y, labelled, gridded."""
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+
+
 def series(ax, rows, x, y, label, color, style="-", marker="o"):
     xs = [r[x] for r in rows]
     ys = [r[y] for r in rows]
@@ -156,13 +163,11 @@ def fig_02(plt, header, rows):
     ax.plot([sizes[0], sizes[-1]], [last["reg_us"] * sizes[0] / sizes[-1], last["reg_us"]],
             linestyle="--", color=OTHER, linewidth=1, label="in proportion to the pages (through the largest)")
     ax.axhline(rows[0]["reg_us"], linestyle=":", color=OTHER, linewidth=1, label="the one-page cost")
-    ax.set_yscale("log")
+    log_panel(ax, "microseconds per registration")
     size_axis(ax, sizes)
-    ax.set_ylabel("microseconds per registration")
     ax.set_ylim(bottom=min(r["reg_us_min"] for r in rows) / 2)
     ax.set_title("02: a fixed cost per call for small buffers; for large ones the pages dominate", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
-    ax.grid(True, which="both", alpha=0.3)
     return fig
 
 
@@ -172,17 +177,13 @@ def fig_04(plt, header, rows):
     sizes = [r["size_bytes"] for r in rows]
     series(rate, rows, "size_bytes", "ours_mpps", "04 rdma_write", OURS)
     series(rate, rows, "size_bytes", "perftest_mpps", "ib_write_bw", PERFTEST, style="--", marker="s")
-    rate.set_yscale("log")
-    rate.set_ylabel("million messages / s")
+    log_panel(rate, "million messages / s")
     rate.legend(fontsize=8)
-    rate.grid(True, which="both", alpha=0.3)
     rate.set_title("04: the rate holds while each write costs per message, then falls as the bytes dominate",
                    fontsize=9)
     series(bw, rows, "size_bytes", "ours_mbps", "04 rdma_write", OURS)
     series(bw, rows, "size_bytes", "perftest_mbps", "ib_write_bw", PERFTEST, style="--", marker="s")
-    bw.set_yscale("log")
-    bw.set_ylabel("MB / s")
-    bw.grid(True, which="both", alpha=0.3)
+    log_panel(bw, "MB / s")
     ratio_panel(ratio, rows, [("ours_mpps", "perftest_mpps", "rdma_write / ib_write_bw, message rate", OURS)],
                 0.95, "the goal: 0.95")
     size_axis(ratio, sizes)
@@ -199,10 +200,8 @@ def fig_05(plt, header, rows):
         series(lat, rows, "size_bytes", prefix + "_median_us", label + ", median", color, marker=marker)
         lat.plot(sizes, [r[prefix + "_p99_us"] for r in rows], color=color, linestyle=":", marker=marker,
                  markersize=3, linewidth=1, label=label + ", 99 %")
-    lat.set_yscale("log")
-    lat.set_ylabel("one-way latency, microseconds")
+    log_panel(lat, "one-way latency, microseconds")
     lat.legend(fontsize=7, ncol=2)
-    lat.grid(True, which="both", alpha=0.3)
     lat.set_title("05: up to 4 KiB write_imm sits above both perftest tools; from 16 KiB the bytes dominate and all meet",
                   fontsize=9)
     ratio_panel(ratio, rows, [("ours_median_us", "write_lat_median_us", "median: write_imm / ib_write_lat", OURS),
@@ -298,12 +297,10 @@ def fig_09(plt, header, rows):
     for r in rows:
         ax.annotate(f"{r['reg_us'] / r['pool_us']:.0f}x", (r["size_bytes"], math.sqrt(r["reg_us"] * r["pool_us"])),
                     fontsize=8, ha="center", color="#333333")
-    ax.set_yscale("log")
+    log_panel(ax, "microseconds per buffer")
     size_axis(ax, sizes)
-    ax.set_ylabel("microseconds per buffer")
     ax.set_title("09: registering per message costs hundreds of times the pool, more with every page", fontsize=10)
     ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 0.1))
-    ax.grid(True, which="both", alpha=0.3)
     return fig
 
 

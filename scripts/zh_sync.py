@@ -307,6 +307,52 @@ def check_blocks(root, zh_rel, en_rel, report):
     return True
 
 
+def check_structure(root, zh_rel, en_rel, report):
+    """The same headings, level by level, and in each section every number
+    the English's prose states (a dropped sentence usually drops one)."""
+    zh = strip_header(read(os.path.join(root, zh_rel)).split("\n"))
+    en = read(os.path.join(root, en_rel)).split("\n")
+    offset = len(read(os.path.join(root, zh_rel)).split("\n")) - len(zh)
+    zs, es = sections(zh), sections(en)
+    # The language link before the title is each edition's own.
+    zpre = zs[0][2].count("\n") + 1 if zs and zs[0][1] == PREAMBLE else 0
+    zs = [s for s in zs if s[1] != PREAMBLE]
+    es = [s for s in es if s[1] != PREAMBLE]
+    level = lambda h: len(h) - len(h.lstrip("#")) if h != PREAMBLE else 0
+    for (zk, zh_heading, _), (ek, en_heading, _) in zip(zs, es):
+        if level(zh_heading) != level(en_heading):
+            report.add(zh_rel, f"heading {zh_heading!r} stands where {en_rel} has {en_heading!r}: "
+                       "the headings should be the English's, one for one, at the same levels")
+            return
+    if len(zs) != len(es):
+        report.add(zh_rel, f"has {len(zs)} sections, {en_rel} has {len(es)}")
+        return
+    start = zpre
+    for (zk, _, ztext), (ek, _, etext) in zip(zs, es):
+        znums = numbers(ztext)
+        missing = []
+        for n in sorted(set(numbers(etext)), key=numbers(etext).index):
+            want, have = numbers(etext).count(n), znums.count(n)
+            if have < want:
+                missing.append(n if want == 1 else f"{n} ({want} times, here {have})")
+        if missing:
+            report.add(f"{zh_rel}:{start + offset + 1}",
+                       f"section {zk!r} lacks numbers its English section {ek!r} states: " + ", ".join(missing))
+        start += ztext.count("\n") + 1
+
+
+NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+
+
+def numbers(section_text):
+    """The numbers of a section's prose (fences, comments, inline code and
+    link targets apart), thousands separators dropped."""
+    text = "\n".join(prose(section_text.split("\n"), keep_code=True))
+    # Inline code may run across a line break; it is not prose either way.
+    text = re.sub(r"(`+)(?:(?!\n\s*\n).)+?\1", " ", text, flags=re.S)
+    return [re.sub(r",(?=\d{3}\b)", "", m.group(0)).rstrip(".,") for m in NUMBER.finditer(text)]
+
+
 def check_revision(root, zh_rel, en_rel, report):
     zh = read(os.path.join(root, zh_rel)).split("\n")
     en_text = read(os.path.join(root, en_rel))
@@ -470,6 +516,7 @@ def check(root, only=None):
             continue
         check_blocks(root, zh_rel, en_rel, report)
         check_revision(root, zh_rel, en_rel, report)
+        check_structure(root, zh_rel, en_rel, report)
         check_language_links(root, zh_rel, en_rel, report)
         zt = check_links(root, zh_rel, report, cache)
         et = [twin_of(t) if twin_of(t) and twin_of(t) in zh_rels else t

@@ -48,6 +48,7 @@ import hashlib
 import os
 import re
 import sys
+import unicodedata
 
 GLOSSARY = "docs/zh/glossary.md"
 HEADER_OPEN = "<!-- zh-sync: translates "
@@ -144,6 +145,7 @@ def fenced_blocks(lines):
 MERMAID_LABELS = [
     (re.compile(r"^(\s*participant \S+ as ).*$"), r"\1…"),
     (re.compile(r"^(\s*(?:loop|alt|else|opt|rect|critical|break)\b).*$"), r"\1 …"),
+    (re.compile(r'(--|==|-\.)\s*"[^"]*"\s*(-->|==>|\.->)'), r'\1 "…" \2'),
     (re.compile(r'\["[^"]*"\]'), "[…]"),
     (re.compile(r"\[[^\]\[]*\]"), "[…]"),
     (re.compile(r"\|[^|]*\|"), "|…|"),
@@ -353,6 +355,58 @@ def numbers(section_text):
     return [re.sub(r",(?=\d{3}\b)", "", m.group(0)).rstrip(".,") for m in NUMBER.finditer(text)]
 
 
+def _punct(c):
+    return c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" or unicodedata.category(c).startswith("P")
+
+
+def _flanking(text, i, n):
+    """(left-flanking, right-flanking) of the delimiter run text[i:i+n], as
+    CommonMark defines them (the line's ends count as whitespace)."""
+    before = text[i - 1] if i > 0 else " "
+    after = text[i + n] if i + n < len(text) else " "
+    left = not after.isspace() and (not _punct(after) or before.isspace() or _punct(before))
+    right = not before.isspace() and (not _punct(before) or after.isspace() or _punct(after))
+    return left, right
+
+
+def check_emphasis(root, rel, report):
+    """**bold** and *italic* that GitHub renders as written: a closing ** right
+    after full-width punctuation and right before a CJK character (“**注意。**然后”)
+    closes nothing, and the asterisks show. Checked per paragraph."""
+    lines = read(os.path.join(root, rel)).split("\n")
+    paragraph = []
+
+    def judge(paragraph):
+        if not paragraph:
+            return
+        number = paragraph[0][0]
+        text = " ".join(INLINE_CODE.sub(lambda m: "x" * len(m.group(0)), l) for _, l in paragraph)
+        text = re.sub(r"^(\s*)[*-] ", r"\1- ", text)
+        for run in ("**", "*"):
+            pattern = re.compile(r"(?<!\*)\*\*(?!\*)" if run == "**" else r"(?<!\*)\*(?!\*)")
+            spots = [m.start() for m in pattern.finditer(text)]
+            for k in range(0, len(spots) - 1, 2):
+                opening, closing = spots[k], spots[k + 1]
+                if not _flanking(text, opening, len(run))[0] or not _flanking(text, closing, len(run))[1]:
+                    shown = text[max(0, opening - 8):closing + len(run) + 8]
+                    report.add(f"{rel}:{number}", f"{run}...{run} that GitHub will not render as emphasis "
+                               f"(punctuation just inside a {run} that touches a letter outside): {shown!r}")
+                    return
+
+    for i, line in lines_outside_fences(lines):
+        if not line.strip() or HEADING.match(line) or line.lstrip().startswith(("|", "<!--")):
+            judge(paragraph)
+            paragraph = []
+            if line.lstrip().startswith("|"):
+                judge([(i + 1, line)])
+            continue
+        if re.match(r"^\s*([*-]|\d+\.) ", line) or line.startswith(">"):
+            judge(paragraph)
+            paragraph = []
+        paragraph.append((i + 1, line))
+    judge(paragraph)
+
+
 def check_revision(root, zh_rel, en_rel, report):
     zh = read(os.path.join(root, zh_rel)).split("\n")
     en_text = read(os.path.join(root, en_rel))
@@ -517,6 +571,7 @@ def check(root, only=None):
         check_blocks(root, zh_rel, en_rel, report)
         check_revision(root, zh_rel, en_rel, report)
         check_structure(root, zh_rel, en_rel, report)
+        check_emphasis(root, zh_rel, report)
         check_language_links(root, zh_rel, en_rel, report)
         zt = check_links(root, zh_rel, report, cache)
         et = [twin_of(t) if twin_of(t) and twin_of(t) in zh_rels else t

@@ -219,7 +219,8 @@ def prose(lines, keep_code=False):
             out.append("")
             continue
         if not keep_code:
-            line = INLINE_CODE.sub(" ", line)
+            # Emphasis markers apart too: 错误*完成* is 错误完成 to a reader.
+            line = INLINE_CODE.sub(" ", line).replace("*", "")
         out.append(LINK.sub(lambda m: m.group(1) + "[" + m.group(2) + "]", line))
     return out
 

@@ -59,9 +59,18 @@ INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 PREAMBLE = "(before the first heading)"
 
 
+_texts = {}
+
+
 def read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+    """A file's text, read again only when it changed (a check reads each
+    file several times)."""
+    st = os.stat(path)
+    key = (st.st_mtime_ns, st.st_size)
+    if _texts.get(path, (None,))[0] != key:
+        with open(path, encoding="utf-8") as f:
+            _texts[path] = (key, f.read())
+    return _texts[path][1]
 
 
 def sha(text, n):
@@ -332,10 +341,10 @@ def check_structure(root, zh_rel, en_rel, report):
         return
     start = zpre
     for (zk, _, ztext), (ek, _, etext) in zip(zs, es):
-        znums = numbers(ztext)
+        znums, enums = numbers(ztext), numbers(etext)
         missing = []
-        for n in sorted(set(numbers(etext)), key=numbers(etext).index):
-            want, have = numbers(etext).count(n), znums.count(n)
+        for n in sorted(set(enums), key=enums.index):
+            want, have = enums.count(n), znums.count(n)
             if have < want:
                 missing.append(n if want == 1 else f"{n} ({want} times, here {have})")
         if missing:

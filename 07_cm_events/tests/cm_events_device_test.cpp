@@ -139,7 +139,11 @@ TEST_CASE("a client asking for no RDMA Reads should be granted none, and its Rea
 
 TEST_CASE("a second client while one is served should be turned away busy, and the first served to the end") {
   const std::string ip = rdma_cm_address();
-  auto server = rdma::testing::start(server_command());
+  // The first client is held stopped for as long as the second one takes,
+  // and the server's wait for its notice runs meanwhile: the default 5 s ran
+  // out once under ASan on a host losing a quarter of its CPU to steal, and
+  // the server left before the first client's Writes.
+  auto server = rdma::testing::start(server_command({"--wait-ms", rdma::testing::peer_wait_ms(60s)}));
   REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
   auto first = rdma::testing::start(client_command({"--iters", "300"}, ip));
   REQUIRE(first->wait_for_output("RDMA Read:", rdma::testing::scaled(30s)));

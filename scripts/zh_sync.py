@@ -274,6 +274,14 @@ def strip_header(lines):
     return lines[:i] + lines[j + 1:]
 
 
+def body_of(root, zh_rel):
+    """A Chinese file's lines without its zh-sync header, and how many lines
+    the header took (to give line numbers as they are on disk)."""
+    lines = read(os.path.join(root, zh_rel)).split("\n")
+    body = strip_header(lines)
+    return body, len(lines) - len(body)
+
+
 # --- the checks ------------------------------------------------------------
 
 class Report:
@@ -285,11 +293,9 @@ class Report:
 
 
 def check_blocks(root, zh_rel, en_rel, report):
-    zh = strip_header(read(os.path.join(root, zh_rel)).split("\n"))
+    zh, offset = body_of(root, zh_rel)
     en = read(os.path.join(root, en_rel)).split("\n")
     zb, eb = fenced_blocks(zh), fenced_blocks(en)
-    # Line numbers of the Chinese file as it is on disk, header included.
-    offset = len(read(os.path.join(root, zh_rel)).split("\n")) - len(zh)
     for n, (z, e) in enumerate(zip(zb, eb), 1):
         zline, zinfo, zdir, zbody = z
         eline, einfo, edir, ebody = e
@@ -322,9 +328,8 @@ def check_blocks(root, zh_rel, en_rel, report):
 def check_structure(root, zh_rel, en_rel, report):
     """The same headings, level by level, and in each section every number
     the English's prose states (a dropped sentence usually drops one)."""
-    zh = strip_header(read(os.path.join(root, zh_rel)).split("\n"))
+    zh, offset = body_of(root, zh_rel)
     en = read(os.path.join(root, en_rel)).split("\n")
-    offset = len(read(os.path.join(root, zh_rel)).split("\n")) - len(zh)
     zs, es = sections(zh), sections(en)
     # The language link before the title is each edition's own.
     zpre = zs[0][2].count("\n") + 1 if zs and zs[0][1] == PREAMBLE else 0

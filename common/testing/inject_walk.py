@@ -138,6 +138,23 @@ def describe_site(program, site, cache={}):
     return text
 
 
+# The role not judged in a run waits this much longer than its ARGS say. It
+# costs nothing (it is stopped once the judged role ends) and keeps a loaded
+# machine from ending the run before the judged role reaches its site: its
+# peer giving up on a slow ASan twin's handshake is not the judged role's fault.
+PATIENCE = 5
+BOUNDS = ("--wait-ms", "--accept-ms")
+
+
+def patient(args):
+    """`args` with every --wait-ms and --accept-ms value PATIENCE times larger."""
+    out = list(args)
+    for i, word in enumerate(out[:-1]):
+        if word in BOUNDS and out[i + 1].isdigit():
+            out[i + 1] = str(int(out[i + 1]) * PATIENCE)
+    return out
+
+
 def shim_env(shim, log, base=None, **extra):
     """The environment of a run with the injection shim preloaded (its log and exit report
     going to `log`), on top of `base` (this process's environment unless given) and `extra`."""
@@ -179,10 +196,11 @@ class Walk:
             out = open(os.path.join(self.dir, f"{tag}.{role.name}.out"), "w+")
             # The role not judged in this run only has to play its part: the
             # plain build (--peer-program) starts faster than the ASan twin.
-            program = self.opts.program
-            if fail is not None and fail[0] != role.name and self.opts.peer_program:
-                program = self.opts.peer_program
-            p = subprocess.Popen(prefix + [program] + role.args, stdout=out, stderr=err,
+            program, args = self.opts.program, role.args
+            if fail is not None and fail[0] != role.name:
+                program = self.opts.peer_program or program
+                args = patient(args)
+            p = subprocess.Popen(prefix + [program] + args, stdout=out, stderr=err,
                                  env=self.env_for(role, log, fail), start_new_session=True)
             procs.append((role, p, log, out, err))
             if i == 0 and len(self.roles) > 1:
@@ -286,6 +304,9 @@ class Walk:
                 else:
                     print(f"{label}: not reached again in {self.opts.attempts} runs, and the last one ended "
                           f"with exit {code}")
+                    for other, (c, err_text, _, out_text) in result.items():
+                        print(f"    the {other}'s (exit {c}) stderr: " + " / ".join(err_text.strip().splitlines()[:4]))
+                        print(f"    the {other}'s stdout ends: " + " / ".join(out_text.strip().splitlines()[-3:]))
                     failed += 1
             elif verdict:
                 print(f"{label}: FAILED: {'; '.join(verdict)}")

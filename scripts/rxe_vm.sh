@@ -226,7 +226,13 @@ while read -r mod params; do insmod "\$mod" \$params || echo "rxe_vm: insmod \$m
 stty -F /dev/ttyS1 raw -echo -onlcr 2>/dev/null
 fail() { echo "rxe_vm: \$*" >&2; poweroff -f; }
 R=/mnt/host
-mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot \$R || fail "cannot mount the host root over 9p"
+# The host root is read-only here and nothing changes it while a guest runs,
+# so its files and lookups are cached (cache=loose): measured in a one-CPU
+# guest, python3 -c pass 5.8-7.1 s -> 1.6-1.7 s, a server's start 1.35 ->
+# 0.85 s, 04's inject walk 181 -> 128 s. The writable shares below stay
+# uncached: the host changes them while a guest runs (a learner's rebuilt
+# exercise in the workshop's warm guest, the file test.sh starts a phase with).
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostroot \$R || fail "cannot mount the host root over 9p"
 mount -t proc proc \$R/proc
 mount -t sysfs sysfs \$R/sys
 mount -t devtmpfs devtmpfs \$R/dev

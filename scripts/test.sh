@@ -193,9 +193,10 @@ fi
 runs+=(pair)
 if guest_available; then
   echo "== pair suite: two Soft-RoCE guests on a virtual wire"
-  # Two CPUs for the guest that starts the clients (four of them under
-  # memcheck in 06 and 09), one for the server's: 06's and 09's memcheck
-  # pair runs took 68 s each instead of 84 and 95 (two CPUs each: 101, 70).
+  # Two CPUs for the guest that starts the clients (four of them in 06 and
+  # 09), one for the server's: measured when the pair also ran memcheck,
+  # 06's and 09's runs took 68 s each instead of 84 and 95 (two CPUs each:
+  # 101, 70).
   scripts/rxe_vm.sh --pair --cpus 2 --timeout 2400 -- \
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
 else

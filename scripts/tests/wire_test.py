@@ -124,6 +124,15 @@ for wrong, what in ((block[:3] + [block[3].replace("len=8", "len=9")] + block[4:
 c = wire_check.Checks(quiet=True)
 wire_check.check_listing(c, ["..."] + block[3:4] + ["..."], run, "t")
 expect(c.failed == 0, "'...' takes any lines of every stream")
+# The copy's answer: the same ACK again passes; an ACK the block lacks does not.
+again = run + [" 0.000500 s>c Acknowledge                    psn=0x000011 qp=0x11  -- len=0     ACK (credits 31) MSN=2"]
+c = wire_check.Checks(quiet=True)
+wire_check.check_listing(c, block, again, "t")
+expect(c.failed == 0, "a listing matches a run whose responder answered a request sent again with the same ACK")
+other = run + [" 0.000500 s>c Acknowledge                    psn=0x000012 qp=0x11  -- len=0     ACK (credits 31) MSN=3"]
+c = wire_check.Checks(quiet=True)
+wire_check.check_listing(c, block, other, "t")
+expect(c.failed > 0, "a listing without an ACK the run has (another PSN and MSN) does not match")
 
 # run.sh's --exercise and --capture refuse what cannot work, before building or booting anything.
 for args, code, said in ((["--exercise", "no_such_thing"], 2, "04_rdma_write has no exercise 'no_such_thing'"),

@@ -137,7 +137,11 @@ device_suites=(--suite exercise --suite sanitize --suite valgrind)
 # the chapters run the checker). Measured in a clean-clone run with the
 # guest started after the vm suite: device guest 25.6 minutes (valgrind 9.1,
 # sanitize 6.9, exercise 5.8, rxe 3.7), the guest beside 22.4 (inject 13.7,
-# docs 5.1, faults 3.7), the vm suite 5.3 with a core to spare.
+# docs 5.1, faults 3.7), the vm suite 5.3 with a core to spare. On
+# 2026-12-03, on a host losing up to a fifth of its CPU to steal, the
+# whole run took 62.6 minutes: device guest 35.7 (valgrind 19.5, sanitize
+# 10.5, exercise 6.3), the guest beside 34 (inject 16.9, docs 7.6, faults
+# 4.5, rxe 4.5), the vm suite 8.9, the pair 3.0 without its boots.
 # Not during the builds, which want both cores (measured: started before
 # them, the guest beside stretched them from 6.7 to 11.4 minutes).
 # Each guest's limit is about three times what its suites take on an idle

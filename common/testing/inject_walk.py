@@ -155,6 +155,12 @@ def patient(args):
     return out
 
 
+def show_output(whose, stderr, stdout):
+    """A run's first stderr lines and last stdout lines, indented under its report line."""
+    print(f"    {whose} stderr: " + " / ".join(stderr.strip().splitlines()[:4]))
+    print(f"    {whose} stdout ends: " + " / ".join(stdout.strip().splitlines()[-3:]))
+
+
 def shim_env(shim, log, base=None, **extra):
     """The environment of a run with the injection shim preloaded (its log and exit report
     going to `log`), on top of `base` (this process's environment unless given) and `extra`."""
@@ -305,13 +311,11 @@ class Walk:
                     print(f"{label}: not reached again in {self.opts.attempts} runs, and the last one ended "
                           f"with exit {code}")
                     for other, (c, err_text, _, out_text) in result.items():
-                        print(f"    the {other}'s (exit {c}) stderr: " + " / ".join(err_text.strip().splitlines()[:4]))
-                        print(f"    the {other}'s stdout ends: " + " / ".join(out_text.strip().splitlines()[-3:]))
+                        show_output(f"the {other}'s (exit {c})", err_text, out_text)
                     failed += 1
             elif verdict:
                 print(f"{label}: FAILED: {'; '.join(verdict)}")
-                print("    its stderr: " + " / ".join(result[role][1].strip().splitlines()[:4]))
-                print("    its stdout ends: " + " / ".join(result[role][3].strip().splitlines()[-3:]))
+                show_output("its", result[role][1], result[role][3])
                 failed += 1
             else:
                 code = result[role][0]

@@ -48,10 +48,10 @@ if ! build_tree "$build"; then
 fi
 
 # Checks of this script's own, counted with meson's results below.
-own_passed=0 own_failed=0
+own_passed=0 own_failed=0 own_failures=()
 check() {  # check WHAT STATUS
   if [[ $2 -eq 0 ]]; then own_passed=$((own_passed + 1)); echo "ok: $1"
-  else own_failed=$((own_failed + 1)); echo "FAILED: $1"; fi
+  else own_failed=$((own_failed + 1)); own_failures+=("$1"); echo "FAILED: $1"; fi
 }
 
 echo "== programs built on demand: ninja exercises sanitize"
@@ -69,8 +69,32 @@ rm -f "$logs"/host.json "$logs"/vm.json "$logs"/device.json "$logs"/docs.json "$
   "$logs"/beside_then.json "$logs"/build.json
 
 # Count what meson recorded, per test, in each run named, plus this script's
-# checks; the last line is what CI reads.
+# checks; the last line is what CI reads. Each failure is named just above
+# it, with the end of its output: a reader who sees only the end of a long
+# run (a CI page shows its last hundred lines) still sees what failed.
 report() {
+  local own
+  for own in "${own_failures[@]}"; do echo "FAILED (test.sh): $own"; done
+  python3 - "$logs" "$@" <<'PY'
+import json, sys
+logs, runs = sys.argv[1], sys.argv[2:]
+for run in runs:
+    try:
+        lines = open(f"{logs}/{run}.json", encoding="utf-8", errors="replace").read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        try:
+            test = json.loads(line)
+        except ValueError:
+            continue
+        if test.get("result") in ("OK", "EXPECTEDFAIL", "SKIP"):
+            continue
+        print(f"FAILED ({run}): {test.get('name')}: {test.get('result')} after {test.get('duration', 0):.0f} s")
+        tail = ((test.get("stdout") or "") + (test.get("stderr") or "")).rstrip("\n").splitlines()[-25:]
+        for text in tail:
+            print(f"  | {text[:300]}")
+PY
   local passed=$own_passed failed=$own_failed skipped=0 run log result
   for run in "$@"; do
     log="$logs/$run.json"

@@ -232,9 +232,10 @@ TEST_CASE("across two hosts: four clients here (two under memcheck), the server 
   // The server starts on the other guest through scripts/on_peer.sh, which
   // takes seconds on a loaded machine: the clients retry their connect for
   // 30 s instead of 5.
-  // Under memcheck (the pair suite's third run) two clients: each client is
-  // one more valgrind process on the guest's CPUs, and two clients already
-  // take the path where several QPs share the server's SRQ and CQ.
+  // Under memcheck (run by hand with RDMA_TUTORIAL_WRAPPER; the pair suite
+  // no longer runs it) two clients: each client is one more valgrind process
+  // on the guest's CPUs, and two clients already take the path where several
+  // QPs share the server's SRQ and CQ.
   const int n = std::getenv("RDMA_TUTORIAL_WRAPPER") != nullptr ? 2 : 4;
   const auto r = run_group(server_command({"--clients", std::to_string(n)}),
                            clients(n, {"--records", "500", "--wait-ms", rdma::testing::peer_wait_ms(30s)}, "192.0.2.2"),

@@ -281,9 +281,10 @@ TEST_CASE("latency mode should time each record until its credit returns, perfte
 TEST_CASE("across two hosts: four clients here (two under memcheck), the server on the other guest, every record counted") {
   const char* peer_ip = std::getenv("RXE_VM_PEER_IPV4");
   REQUIRE_MESSAGE(peer_ip != nullptr, "no peer guest: run the pair suite inside scripts/rxe_vm.sh --pair");
-  // Under memcheck (the pair suite's third run) two clients: each client is
-  // one more valgrind process on the guest's CPUs, and two clients already
-  // take the path where several QPs share the server's SRQ and CQ.
+  // Under memcheck (run by hand with RDMA_TUTORIAL_WRAPPER; the pair suite
+  // no longer runs it) two clients: each client is one more valgrind process
+  // on the guest's CPUs, and two clients already take the path where several
+  // QPs share the server's SRQ and CQ.
   const int n = std::getenv("RDMA_TUTORIAL_WRAPPER") != nullptr ? 2 : 4;
   const auto r = run_group(server_command({"--clients", std::to_string(n)}),
                            clients(n, {"--records", "2000", "--wait-ms", rdma::testing::peer_wait_ms(30s)}, peer_ip),

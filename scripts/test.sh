@@ -75,44 +75,36 @@ rm -f "$logs"/host.json "$logs"/vm.json "$logs"/device.json "$logs"/docs.json "$
 report() {
   local own
   for own in "${own_failures[@]}"; do echo "FAILED (test.sh): $own"; done
-  python3 - "$logs" "$@" <<'PY'
-import json, sys
-logs, runs = sys.argv[1], sys.argv[2:]
+  python3 - "$logs" "$own_passed" "$own_failed" "$@" <<'PY'
+import json, os, sys
+logs, passed, failed, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+skipped = 0
 for run in runs:
-    try:
-        lines = open(f"{logs}/{run}.json", encoding="utf-8", errors="replace").read().splitlines()
-    except OSError:
+    log = f"{logs}/{run}.json"
+    if not os.path.isfile(log) or os.path.getsize(log) == 0:
+        print(f"test: the {run} run recorded no results (see its output above)")
+        failed += 1
         continue
-    for line in lines:
+    for line in open(log, encoding="utf-8", errors="replace").read().splitlines():
         try:
             test = json.loads(line)
         except ValueError:
             continue
-        if test.get("result") in ("OK", "EXPECTEDFAIL", "SKIP"):
+        result = test.get("result")
+        if result in ("OK", "EXPECTEDFAIL"):
+            passed += 1
             continue
-        print(f"FAILED ({run}): {test.get('name')}: {test.get('result')} after {test.get('duration', 0):.0f} s")
+        if result == "SKIP":
+            skipped += 1
+            continue
+        failed += 1
+        print(f"FAILED ({run}): {test.get('name')}: {result} after {test.get('duration', 0):.0f} s")
         tail = ((test.get("stdout") or "") + (test.get("stderr") or "")).rstrip("\n").splitlines()[-25:]
         for text in tail:
             print(f"  | {text[:300]}")
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(failed > 0)
 PY
-  local passed=$own_passed failed=$own_failed skipped=0 run log result
-  for run in "$@"; do
-    log="$logs/$run.json"
-    if [[ ! -s "$log" ]]; then
-      echo "test: the $run run recorded no results (see its output above)"
-      failed=$((failed + 1))
-      continue
-    fi
-    while read -r result; do
-      case "$result" in
-        OK|EXPECTEDFAIL) passed=$((passed + 1)) ;;
-        SKIP) skipped=$((skipped + 1)) ;;
-        *) failed=$((failed + 1)) ;;
-      esac
-    done < <(grep -o '"result": "[A-Z]*"' "$log" | cut -d'"' -f4)
-  done
-  echo "$passed passed, $failed failed, $skipped skipped"
-  [[ $failed -eq 0 ]]
 }
 
 if [[ -n "$stage" ]]; then

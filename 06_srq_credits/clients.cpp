@@ -75,14 +75,16 @@ void server::on_async_event(const ibv_async_event& e) {
       refill_.on_limit_event();
       return;
     case IBV_EVENT_QP_LAST_WQE_REACHED:
-      // A QP on an SRQ, moved to ERR, will take no more Recvs from it: now
-      // it may be destroyed (the InfiniBand specification's rule; the man
-      // pages only list the event, ibv_get_async_event(3)).
-      // Only marked here: the event is acked after this handler returns, and
-      // ibv_destroy_qp waits for its QP's events to be acked.
-      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr && c->leaving && !c->drained) {
-        c->drained = true;
-        c->how_drained = "drained: IBV_EVENT_QP_LAST_WQE_REACHED";
+      // A QP on an SRQ, in ERR, will take no more Recvs from it, and the
+      // ones it took have completed (flushed): once the CQ has been polled
+      // empty after this, it may be destroyed (let_go says why in that
+      // order). Only marked here: the event is acked after this handler
+      // returns, and ibv_destroy_qp waits for its QP's events to be acked.
+      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr) {
+        // In ERR without our asking (a NIC moves a QP there on a fatal
+        // error): it goes as a client lost.
+        if (!c->leaving) let_go(*c, parting::lost, "its QP went to the error state (IBV_EVENT_QP_LAST_WQE_REACHED)");
+        c->departure->last_wqe_reached(cq_empties_);
       }
       return;
     case IBV_EVENT_COMM_EST:
@@ -93,13 +95,19 @@ void server::on_async_event(const ibv_async_event& e) {
 }
 
 // A client that must go: its QP to ERR (flushes its sends; no more of its
-// writes are accepted), its state kept until the QP is done with the SRQ.
-// The InfiniBand specification's way to learn that is
-// IBV_EVENT_QP_LAST_WQE_REACHED; Soft-RoCE on Linux 6.1 never sends it
-// (measured; its source has no such event), so we also post a marker WR
-// after the move to ERR: it comes back flushed (IBV_WC_WR_FLUSH_ERR) after
-// everything the QP did before, whichever of the two comes first. Bounded
-// by --wait-ms.
+// writes are accepted), its state kept until the QP is done with the SRQ
+// and the CQ is done with the QP. The InfiniBand specification's order
+// (rdma::srq_qp_departure, common/include/rdma_tutorial/srq.hpp):
+//   1. IBV_EVENT_QP_LAST_WQE_REACHED: the QP takes no more Recvs from the
+//      SRQ, and those it held have completed, flushed;
+//   2. the CQ polled empty after that: those completions are counted, so
+//      their Recvs are reposted (a QP destroyed before loses them: on a NIC
+//      the SRQ would shrink with every client that leaves);
+//   3. a marker WR, posted after the move to ERR, back flushed
+//      (IBV_WC_WR_FLUSH_ERR) behind everything the send queue held.
+// Soft-RoCE on Linux 6.1 never sends the event (6.12 does): there the QP
+// goes once its marker is back and the event has had its
+// rdma::last_wqe_wait. Bounded by --wait-ms on any device.
 void server::let_go(client& c, parting how, const std::string& why) {
   if (c.leaving) return;
   if (how == parting::lost) ++lost_;
@@ -112,17 +120,18 @@ void server::let_go(client& c, parting how, const std::string& why) {
   attr.qp_state = IBV_QPS_ERR;
   rdma::check_rc(ibv_modify_qp(c.qp.get(), &attr, IBV_QP_STATE), "ibv_modify_qp(client " + std::to_string(c.number) + " to ERR)");
   c.leaving = true;
-  c.left_at = steady::now();
   ibv_send_wr marker{};
   marker.wr_id = drain_tag;
   marker.opcode = IBV_WR_RDMA_WRITE;  // never executed: flushed
   marker.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  // A full send queue refuses it (ENOMEM): then the event or --wait-ms decides.
-  if (const int rc = ibv_post_send(c.qp.get(), &marker, &bad); rc != 0) {
-    std::printf("client %u: %s; its QP's last event or --wait-ms decides when it is drained\n", c.number,
+  // A full send queue refuses it (ENOMEM): then the event alone decides.
+  const int rc = ibv_post_send(c.qp.get(), &marker, &bad);
+  if (rc != 0) {
+    std::printf("client %u: %s; its QP's last WQE event decides when it may go\n", c.number,
                 rdma::verbs_error(rc, "ibv_post_send(drain marker)").what());
   }
+  c.departure.emplace(steady::now(), last_wqe_wait_, rc == 0);
 }
 
 void server::forget(client& c, const char* how) {
@@ -184,9 +193,11 @@ void server::look_around(int wait_ms) {
   const auto wait = std::chrono::milliseconds(opts_.peer.wait_ms);
   for (std::size_t i = 0; i < clients_.size(); ++i) {
     client& c = *clients_[i];
-    if (c.leaving && (c.drained || now - c.left_at > wait)) {
-      forget(c, c.drained ? c.how_drained : "neither its last WQE nor its marker came back within --wait-ms");
-      --i;
+    if (c.leaving) {
+      if (const auto done = c.departure->check(now, cq_empties_); done != rdma::srq_qp_departure::outcome::waiting) {
+        forget(c, c.departure->describe(done).c_str());
+        --i;
+      }
     } else if (!c.leaving && !c.finished && now - c.last_heard > wait) {
       // Stopped, or stuck: it would hold its window, and this server, for ever.
       let_go(c, parting::dropped, "silent for --wait-ms " + std::to_string(opts_.peer.wait_ms));

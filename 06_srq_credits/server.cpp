@@ -24,11 +24,8 @@ namespace stage06 {
 void server::take(const ibv_wc& wc) {
   client* c = by_qp(wc.qp_num);
   if ((wc.wr_id & drain_tag) != 0) {
-    // Flushed behind everything the QP had: it is finished with the SRQ.
-    if (c != nullptr && c->leaving && !c->drained) {
-      c->drained = true;
-      c->how_drained = "drained: its marker WR came back flushed";
-    }
+    // Flushed behind everything its send queue held.
+    if (c != nullptr && c->leaving) c->departure->marker_flushed();
     return;
   }
   if ((wc.wr_id & credit_write_tag) != 0) {
@@ -179,6 +176,7 @@ int server::run() {
   for (std::uint64_t loop = 1; joined_ < sizing_.clients || !clients_.empty(); ++loop) {
     const int n = rdma::check_poll(ibv_poll_cq(dev_.cq.get(), static_cast<int>(wcs.size()), wcs.data()));
     for (int i = 0; i < n; ++i) take(wcs[static_cast<std::size_t>(i)]);
+    if (n < static_cast<int>(wcs.size())) ++cq_empties_;  // fewer than asked: nothing was left
     refill_.repost_if_due();
     return_credits();
     // The async events are looked at every round while Recvs wait to be

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,16 +39,14 @@ struct client {
   rdma::mr_ptr window;
   rdma::qp_ptr qp;
   char* slots = nullptr;       // its window in the landing memory
-  const char* how_drained = "";
   credit_ledger ledger;
   std::uint64_t records = 0;
   std::uint64_t credit_writes = 0;   // posted
   std::uint64_t credit_reaped = 0;   // known complete
   bool finished = false;             // END checked
-  bool leaving = false;              // QP in ERR, waiting for its last WQE
-  bool drained = false;              // its last WQE reached, or its marker flushed: it may go
+  bool leaving = false;              // QP in ERR: `departure` says when it may be destroyed
+  std::optional<rdma::srq_qp_departure> departure;
   steady::time_point last_heard = steady::now();
-  steady::time_point left_at{};
 
   client(std::uint32_t n, rdma::tcp::socket s, const rdma::wire::endpoint& p, rdma::mr_ptr mr, rdma::qp_ptr q,
          char* window_slots, const srq_sizing& sizing, std::uint32_t credit_batch)
@@ -108,6 +107,9 @@ class server {
   std::uint32_t dropped_ = 0;
   std::uint64_t all_records_ = 0;
   std::uint64_t stray_ = 0;  // completions of QPs already gone
+  std::uint64_t cq_empties_ = 0;  // polls that found the CQ empty: a leaving QP's last WQE is counted after one
+  // How long a leaving QP waits for IBV_EVENT_QP_LAST_WQE_REACHED (clients.cpp).
+  std::chrono::milliseconds last_wqe_wait_ = rdma::last_wqe_wait(dev_.attr, std::chrono::milliseconds(opts_.peer.wait_ms));
   steady::time_point first_record_{};  // the aggregate rate's span: first record to last END
   steady::time_point last_end_{};
   // --progress-ms: records per client number, kept after the client leaves.

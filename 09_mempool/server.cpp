@@ -77,6 +77,9 @@ server::server(const options& opts, rdma_event_channel* channel)
       srq_(rdma::create_srq(pd_.get(), srq_depth_)),
       async_(ctx_),
       join_deadline_(steady::now() + std::chrono::milliseconds(opts.peer.accept_ms)) {
+  ibv_device_attr attr{};
+  rdma::check_rc(ibv_query_device(ctx_, &attr), "ibv_query_device");
+  last_wqe_wait_ = rdma::last_wqe_wait(attr, std::chrono::milliseconds(opts.peer.wait_ms));
   // Non-blocking: ibv_get_cq_event then fails with EAGAIN instead of
   // blocking, and the channel's fd sleeps in one poll() with the CM's.
   const int flags = rdma::check_errno(fcntl(comp_channel_->fd, F_GETFL), "fcntl(the channel's fd, F_GETFL)");
@@ -101,7 +104,10 @@ std::size_t server::drain_cq() {
     const int n = rdma::check_poll(ibv_poll_cq(cq_.get(), static_cast<int>(wcs.size()), wcs.data()));
     for (int i = 0; i < n; ++i) take(wcs[static_cast<std::size_t>(i)]);
     taken += static_cast<std::size_t>(n);
-    if (n < static_cast<int>(wcs.size())) return taken;
+    if (n < static_cast<int>(wcs.size())) {
+      ++cq_empties_;  // fewer than asked: nothing was left
+      return taken;
+    }
   }
 }
 
@@ -109,8 +115,8 @@ void server::take(const ibv_wc& wc) {
   client* c = by_qp(wc.qp_num);
   const std::uint64_t tag = wc.wr_id & ~number_mask;
   if (tag == drain_tag) {
-    // Flushed behind everything its QP had: it is finished with the SRQ.
-    if (c != nullptr && c->leaving) c->drained = true;
+    // Flushed behind everything its send queue held.
+    if (c != nullptr && c->leaving) c->departure->marker_flushed();
     return;
   }
   if (tag == bind_tag) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,8 @@ struct client {
   std::uint32_t credit_batch = 1;  // records consumed per credit return (1 in latency mode)
   bool open = false;         // the window is bound and the first edge went out
   bool finished = false;     // END checked
-  bool leaving = false;      // QP in ERR, waiting for the marker
-  bool drained = false;      // the marker came back: the QP is done with the SRQ
+  bool leaving = false;      // QP in ERR: `departure` says when it may be destroyed
+  std::optional<rdma::srq_qp_departure> departure;
   parting how = parting::done;
   std::string why;
   sequence_tracker seq;
@@ -71,7 +72,6 @@ struct client {
   std::uint64_t credit_writes = 0; // posted
   std::uint64_t credit_reaped = 0; // known complete
   steady::time_point last_heard = steady::now();
-  steady::time_point left_at{};
 };
 
 class server {
@@ -126,6 +126,8 @@ class server {
   std::uint32_t rejected_ = 0;
   std::uint64_t all_records_ = 0;
   std::uint64_t stray_ = 0;         // completions of QPs already gone
+  std::uint64_t cq_empties_ = 0;    // polls that found the CQ empty: a leaving QP's last WQE is counted after one
+  std::chrono::milliseconds last_wqe_wait_{0};  // how long a leaving QP waits for IBV_EVENT_QP_LAST_WQE_REACHED
   std::uint32_t recvs_waiting_ = 0; // consumed, not yet reposted
   std::uint32_t limit_events_ = 0;
   std::uint64_t wake_ups_ = 0;      // CQ events taken

@@ -226,9 +226,17 @@ void server::on_async_event(const ibv_async_event& e) {
                                      (e.event_type == IBV_EVENT_CQ_ERR ? "CQ" : e.event_type == IBV_EVENT_SRQ_ERR ? "SRQ" : "device") +
                                      " failed",
                                  "a CQ overrun means more completions than its entries: see the sizes printed at start-up");
-    case IBV_EVENT_COMM_EST:
     case IBV_EVENT_QP_LAST_WQE_REACHED:
-      return;  // the marker (let_go) says when a QP is done with the SRQ
+      // In ERR, the QP takes no more Recvs from the SRQ and those it held
+      // have completed: forget_drained destroys it once the CQ has been
+      // polled empty after this (stage 06's order, let_go below).
+      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr) {
+        if (!c->leaving) let_go(*c, parting::lost, "its QP went to the error state (IBV_EVENT_QP_LAST_WQE_REACHED)");
+        c->departure->last_wqe_reached(cq_empties_);
+      }
+      return;
+    case IBV_EVENT_COMM_EST:
+      return;
     default:
       std::printf("async event: %s\n", rdma::async_event_name(e.event_type).c_str());
   }
@@ -236,15 +244,16 @@ void server::on_async_event(const ibv_async_event& e) {
 
 // A client that must go: rdma_disconnect (our QP to ERR, a DREQ to the
 // client, or our answer to its own), then a marker WR that comes back
-// flushed after everything the QP did before (Soft-RoCE on Linux 6.1 never
-// sends IBV_EVENT_QP_LAST_WQE_REACHED; stage 06 measured it). The rest waits for
-// that, in forget_drained, bounded by --wait-ms.
+// flushed behind everything its send queue held. The rest waits, in
+// forget_drained, for what stage 06 taught (rdma::srq_qp_departure):
+// IBV_EVENT_QP_LAST_WQE_REACHED, the CQ polled empty after it, and the
+// marker; on Soft-RoCE, which sends no such event on Linux 6.1, the marker
+// and rdma::last_wqe_wait. Bounded by --wait-ms.
 void server::let_go(client& c, parting how, const std::string& why) {
   if (c.leaving) return;
   c.leaving = true;
   c.how = how;
   c.why = why;
-  c.left_at = steady::now();
   if (how == parting::lost) ++lost_;
   if (how == parting::dropped) ++dropped_;
   if (how != parting::done) {
@@ -259,12 +268,14 @@ void server::let_go(client& c, parting how, const std::string& why) {
   marker.opcode = IBV_WR_RDMA_WRITE;  // never executed: flushed
   marker.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  // A full send queue refuses it (ENOMEM): then --wait-ms decides.
-  if (const int rc = ibv_post_send(c.qp->qp, &marker, &bad); rc != 0) {
-    std::printf("client %u: %s; --wait-ms decides when its QP is drained\n", c.number,
+  // A full send queue refuses it (ENOMEM): then the event alone decides.
+  const int rc = ibv_post_send(c.qp->qp, &marker, &bad);
+  if (rc != 0) {
+    std::printf("client %u: %s; its QP's last WQE event decides when it may go\n", c.number,
                 rdma::verbs_error(rc, "ibv_post_send(drain marker)").what());
     std::fflush(stdout);
   }
+  c.departure.emplace(steady::now(), last_wqe_wait_, rc == 0);
 }
 
 // Clients are forgotten here only, between completions: the window, the
@@ -273,7 +284,9 @@ void server::forget_drained() {
   const auto now = steady::now();
   for (std::size_t i = 0; i < clients_.size(); ++i) {
     client& c = *clients_[i];
-    if (!c.leaving || (!c.drained && now - c.left_at < std::chrono::milliseconds(opts_.peer.wait_ms))) continue;
+    if (!c.leaving) continue;
+    const auto done = c.departure->check(now, cq_empties_);
+    if (done == rdma::srq_qp_departure::outcome::waiting) continue;
     char line[256];
     std::snprintf(line, sizeof line, "client %u: %s; %llu records, %llu bytes, gaps %llu, duplicates %llu, corrupt %llu",
                   c.number, c.how == parting::done ? "done" : c.how == parting::lost ? "lost" : "dropped",
@@ -283,12 +296,12 @@ void server::forget_drained() {
     parted_.push_back(line);
     const std::uint32_t number = c.number;
     const chunk granted = c.granted;
-    const bool drained = c.drained;
+    const std::string how = c.departure->describe(done);
     clients_.erase(clients_.begin() + static_cast<std::ptrdiff_t>(i));  // window, QP, id: in that order
     --i;
     pool_.release(granted.addr);
     std::printf("client %u gone (%s); chunk %u back in the pool (%u of %u free)\n", number,
-                drained ? "its QP drained" : "no marker within --wait-ms", granted.index, pool_.free_count(),
+                how.c_str(), granted.index, pool_.free_count(),
                 pool_.count());
   }
   std::fflush(stdout);

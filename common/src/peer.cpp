@@ -14,8 +14,9 @@ rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigne
   rdma_device dev;
   dev.ctx = open_device(opts.device);
   dev.gid = choose_gid(dev.ctx.get(), opts.port, opts.gid_index);
-  ibv_port_attr port_attr{};
-  check_rc(ibv_query_port(dev.ctx.get(), opts.port, &port_attr), "ibv_query_port");
+  check_rc(ibv_query_device(dev.ctx.get(), &dev.attr), "ibv_query_device");
+  check_rc(ibv_query_port(dev.ctx.get(), opts.port, &dev.port_attr), "ibv_query_port");
+  const ibv_port_attr& port_attr = dev.port_attr;
   if (dev.gid.index > 255) {  // the address vector's sgid_index is 8 bits wide
     throw tutorial_error("GID index " + std::to_string(dev.gid.index) + " does not fit sgid_index (0-255)",
                          "pick an entry below 256 with -g; 01_devices/devices lists them");

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <vector>
@@ -66,6 +67,43 @@ void async_events::drain(const std::function<void(const ibv_async_event&)>& hand
     } ack{&event};
     handle(event);
   }
+}
+
+srq_qp_departure::srq_qp_departure(clock::time_point left_at, clock::duration event_wait, bool marker_posted)
+    : left_at_(left_at), event_wait_(event_wait), marker_back_(!marker_posted) {}
+
+void srq_qp_departure::last_wqe_reached(std::uint64_t cq_empties) {
+  // Soft-RoCE on 6.12 raises it each time its responder looks at the QP in
+  // ERR: the first one counts.
+  if (event_seen_) return;
+  event_seen_ = true;
+  empties_at_event_ = cq_empties;
+}
+
+srq_qp_departure::outcome srq_qp_departure::check(clock::time_point now, std::uint64_t cq_empties) const {
+  // A poll that found the CQ empty after the event: every completion the
+  // QP's Recvs made before the event has been taken.
+  if (event_seen_ && cq_empties > empties_at_event_ && marker_back_) return outcome::last_wqe;
+  if (now - left_at_ < event_wait_) return outcome::waiting;
+  return marker_back_ ? outcome::no_event : outcome::gave_up;
+}
+
+std::string srq_qp_departure::describe(outcome o) const {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(event_wait_).count();
+  switch (o) {
+    case outcome::waiting: return "waiting for its last WQE";
+    case outcome::last_wqe: return "IBV_EVENT_QP_LAST_WQE_REACHED, then the CQ polled empty";
+    case outcome::no_event:
+      return "no IBV_EVENT_QP_LAST_WQE_REACHED within " + std::to_string(ms) + " ms: after its marker WR came back flushed";
+    case outcome::gave_up:
+      return std::string(event_seen_ ? "its last WQE reached" : "no IBV_EVENT_QP_LAST_WQE_REACHED") + " and no marker back within " +
+             std::to_string(ms) + " ms: a Recv it held may be lost to the SRQ";
+  }
+  return "";
+}
+
+std::chrono::milliseconds last_wqe_wait(const ibv_device_attr& attr, std::chrono::milliseconds wait) {
+  return attr.vendor_id == soft_roce_vendor_id ? std::min(wait, soft_roce_last_wqe_wait) : wait;
 }
 
 std::string async_event_name(ibv_event_type type) {

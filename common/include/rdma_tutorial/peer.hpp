@@ -26,6 +26,8 @@ namespace rdma {
 // one Ethernet MTU), a PD and one CQ. Members in teardown order.
 struct rdma_device {
   context_ptr ctx;
+  ibv_device_attr attr{};    // its limits (ibv_query_device): what a stage may ask for
+  ibv_port_attr port_attr{}; // the port's (ibv_query_port): state, MTU, link layer
   gid_entry gid;
   qp_params params;
   pd_ptr pd;

@@ -40,6 +40,11 @@ void wait_and_show(const rdma::rdma_device& dev, const options& opts, const char
 }
 
 // --iters N: N DATA writes through the send window, slot n % slots each.
+// With up to --tx-depth writes in flight and only --slots slots, a slot is
+// written again while the server may still be reading its last record:
+// harmless here only because slot s always receives the same bytes. A
+// stream whose records differ needs the receiver to say which slots it is
+// done with, and the sender to wait for that: stage 06's credits.
 void stream(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buffer& source,
             const rdma::wire::endpoint& peer, const options& opts) {
   std::vector<ibv_sge> sges;

@@ -3,7 +3,9 @@
 // instead of a polled byte. The client writes DATA|0 into slot 0 and waits
 // for the server's answer, a Write with Immediate into the client's own
 // region; half of each round trip is one sample. Only one write in 64 is
-// signaled: the send completions are reaped on the way, never waited for.
+// signaled (rdma::signal_interval): the send completions are reaped on the
+// way, and a write is posted only while the send queue has room for it
+// (rdma::send_queue_room), on either side.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -13,25 +15,26 @@
 
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/send_window.hpp"
 #include "stage.hpp"
 
 namespace stage05 {
 
 namespace {
 
-constexpr std::uint32_t signal_every = 64;
-
 // A Write with Immediate DATA|0 of `bytes` from `from` to `to_addr`; inline
-// when small (the device then need not read our buffer), signaled one in 64.
+// when small (the device then need not read our buffer), signaled as
+// `room` says. The caller has made sure the queue has room for it.
 void post_ping(ibv_qp* qp, const char* from, std::uint32_t bytes, std::uint32_t lkey,
-               const rdma::wire::endpoint& to, std::uint32_t n) {
+               const rdma::wire::endpoint& to, rdma::send_queue_room& room) {
+  const std::uint64_t n = room.next();
   ibv_sge sge{reinterpret_cast<std::uintptr_t>(from), bytes, lkey};
   ibv_send_wr wr{};
-  wr.wr_id = n;
+  wr.wr_id = pong_tag | n;
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-  wr.send_flags = (n + 1) % signal_every == 0 ? unsigned{IBV_SEND_SIGNALED} : 0u;
+  wr.send_flags = room.signaled(n) ? unsigned{IBV_SEND_SIGNALED} : 0u;
   if (bytes <= 64) wr.send_flags |= IBV_SEND_INLINE;
   wr.imm_data = htonl(rdma::imm::encode(imm_data, 0));
   wr.wr.rdma.remote_addr = to.addr;
@@ -41,6 +44,7 @@ void post_ping(ibv_qp* qp, const char* from, std::uint32_t bytes, std::uint32_t 
   if (const int rc = ibv_post_send(qp, &wr, &bad); rc != 0) {
     throw rdma::verbs_error(rc, "ibv_post_send(ping " + std::to_string(n) + ")");
   }
+  room.posted();
 }
 
 }  // namespace
@@ -49,11 +53,11 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
                const rdma::tcp::socket& server, const rdma::wire::endpoint& peer, const options& opts) {
   std::vector<double> samples;
   samples.reserve(*opts.iters);
-  std::uint32_t sends_due = 0;  // signaled pings whose completion has not been seen
+  rdma::send_queue_room room(opts.tx_depth, rdma::signal_interval(opts.tx_depth));
   auto reap = [&](const ibv_wc& wc) {  // one completion: a send's, or the answer's Recv
     rdma::check_wc(wc);
-    if ((wc.opcode & IBV_WC_RECV) == 0) {
-      --sends_due;
+    if ((wc.wr_id & pong_tag) != 0) {
+      room.completed(wc.wr_id & ~pong_tag);
       return false;
     }
     if (immediate_of(wc) != rdma::imm::encode(imm_data, 0)) {
@@ -67,10 +71,18 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
   // common/src/peer.cpp, and would otherwise count twice).
   auto start = std::chrono::steady_clock::now();
   for (std::uint32_t n = 0; n < *opts.iters; ++n) {
-    post_ping(qp, source.data(), opts.size, source.lkey(), peer, n);
-    if ((n + 1) % signal_every == 0) ++sends_due;
+    // A full queue (a short --tx-depth, ACKs late) waits for a signaled
+    // send to complete; an answer polled meanwhile is this round's.
     bool answered = false;
     ibv_wc wc{};
+    if (!room.fits()) {
+      rdma::wait_while_connected(server, "the server", "room in our send queue", opts.peer.wait_ms, [&] {
+        while (!room.fits() && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) answered = reap(wc) || answered;
+        return room.fits();
+      });
+    }
+    if (answered) throw rdma::tutorial_error("an answer before our ping " + std::to_string(n) + ": " + rdma::describe_wc(wc));
+    post_ping(qp, source.data(), opts.size, source.lkey(), peer, room);
     rdma::wait_while_connected(server, "the server", "an answer", opts.peer.wait_ms, [&] {
       while (!answered && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) answered = reap(wc);
       return answered;
@@ -79,17 +91,32 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
     samples.push_back(std::chrono::duration<double, std::micro>(now - start).count() / 2);
     start = now;
   }
-  // The signaled sends still due, so the send queue is empty for END.
+  // The signaled pings still due, so that the next completion polled is
+  // END's (the unsignaled pings after them leave the queue with END).
   rdma::wait_while_connected(server, "the server", "the last pings' completions", opts.peer.wait_ms, [&] {
     ibv_wc wc{};
-    while (sends_due > 0 && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) reap(wc);
-    return sends_due == 0;
+    while (room.signaled_due() && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) reap(wc);
+    return !room.signaled_due();
   });
   std::printf("%s", latency_report(opts.size, std::move(samples)).c_str());
 }
 
-void answer(const target& t, std::uint32_t slot, std::uint32_t bytes, std::uint32_t n) {
-  post_ping(t.qp, t.landing.data() + std::size_t{slot} * t.opts.size, bytes, t.landing.lkey(), t.peer, n);
+void answer(const target& t, std::uint32_t slot, std::uint32_t bytes) {
+  if (!t.answers->fits()) {
+    // The client's pings wait for our answers, so only our own completions
+    // can be late: poll for them (a Recv polled meanwhile would be a ping
+    // the client sent without waiting, which its protocol never does).
+    rdma::wait_while_connected(t.client, "the client", "room in our send queue", t.opts.peer.wait_ms, [&] {
+      ibv_wc wc{};
+      while (!t.answers->fits() && rdma::check_poll(ibv_poll_cq(t.dev.cq.get(), 1, &wc)) == 1) {
+        rdma::check_wc(wc);
+        if ((wc.wr_id & pong_tag) == 0) throw rdma::tutorial_error("a ping before our answer: " + rdma::describe_wc(wc));
+        t.answers->completed(wc.wr_id & ~pong_tag);
+      }
+      return t.answers->fits();
+    });
+  }
+  post_ping(t.qp, t.landing.data() + std::size_t{slot} * t.opts.size, bytes, t.landing.lkey(), t.peer, *t.answers);
 }
 
 }  // namespace stage05

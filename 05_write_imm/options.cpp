@@ -42,7 +42,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.iters = number(v, "--iters", 1, 100000000); });
   parser.add(0, "latency", "", "client: ping-pong mode (default 1000 round trips), perftest's latency line",
              [&](std::string_view) { out.latency = true; });
-  parser.add(0, "tx-depth", "N", "client: writes in flight at most (default 128)",
+  parser.add(0, "tx-depth", "N", "writes in flight at most: the client's stream and pings, the server's answers (default 128)",
              [&](std::string_view v) { out.tx_depth = number(v, "--tx-depth", 1, 4096); });
   parser.add(0, "cq-mod", "N", "client: signal one write in N (default 100, at most --tx-depth)",
              [&](std::string_view v) { out.cq_mod = number(v, "--cq-mod", 1, 4096); });
@@ -56,14 +56,12 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.send_imm = parse_imm(v); });
   if (!parser.parse(argc, argv)) return false;
 
-  parser.check_roles(out.peer, {"iters", "latency", "tx-depth", "cq-mod", "send-imm"});
+  parser.check_roles(out.peer, {"iters", "latency", "cq-mod", "send-imm"});
   if (out.latency && !out.iters) out.iters = 1000;  // ib_write_lat's default
   if (out.cq_mod > out.tx_depth) {
     if (parser.given("cq-mod")) throw rdma::usage_error("--cq-mod must not exceed --tx-depth");
     out.cq_mod = out.tx_depth;
   }
-  // Ping-pong signals one send in 64 and keeps up to 64 unsignaled in the queue.
-  if (out.latency && out.tx_depth < 65) throw rdma::usage_error("--latency needs --tx-depth of 65 or more");
   if (std::uint64_t{out.slots} * out.size > (1u << 30)) {
     throw rdma::usage_error("--slots times --size must stay within 1 GiB");
   }

@@ -41,7 +41,8 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   ours.length = static_cast<std::uint32_t>(landing.size());
   rdma::tcp::send_endpoint(client, ours, rdma::tcp::after_ms(opts.peer.wait_ms));
 
-  const std::uint32_t data = serve({dev, qp.get(), client, landing, peer, opts});
+  rdma::send_queue_room answers(opts.tx_depth, rdma::signal_interval(opts.tx_depth));
+  const std::uint32_t data = serve({dev, qp.get(), client, landing, peer, opts, &answers});
   std::printf("received %u DATA write(s) and END\n", data);
   // The client may write until it closes the connection.
   rdma::tcp::wait_for_close(client, rdma::tcp::after_ms(opts.peer.wait_ms));

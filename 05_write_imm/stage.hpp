@@ -27,6 +27,7 @@
 #include "rdma_tutorial/latency_report.hpp"
 #include "rdma_tutorial/options.hpp"
 #include "rdma_tutorial/peer.hpp"
+#include "rdma_tutorial/send_window.hpp"
 
 namespace stage05 {
 
@@ -58,6 +59,12 @@ int run_client(const options& opts, const rdma::rdma_device& dev);
 
 // target.cpp ----------------------------------------------------------------
 
+// The wr_id of ping-pong's writes (pings and answers): this top bit and the
+// write's number in the send queue. Recvs have wr_id 0, so a completion says
+// whose it is even when it failed (a failed completion's opcode is
+// undefined), and the first answer is not taken for a Recv.
+inline constexpr std::uint64_t pong_tag = 1ull << 63;
+
 // Posts `count` Recvs with no buffer at all (num_sge 0): a Write with
 // Immediate consumes a Recv but puts nothing in it, its payload went where
 // the writer said. A buffer is needed only where the peer may also Send;
@@ -76,6 +83,7 @@ struct target {
   const rdma::registered_buffer& landing;
   const rdma::wire::endpoint& peer;  // with a region: ping-pong, answer each DATA there
   const options& opts;
+  rdma::send_queue_room* answers;    // ping-pong: our send queue, which the answers fill
 };
 // The self-test, then DATA until END; returns how many DATA writes came.
 std::uint32_t serve(const target& t);
@@ -95,8 +103,7 @@ using rdma::latency_report;
 void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_buffer& source,
                const rdma::tcp::socket& server, const rdma::wire::endpoint& peer, const options& opts);
 // The server's answer to one DATA write in ping-pong mode: the same bytes
-// back into the client's region, imm DATA|0. `n` counts answers (signals
-// one in 64).
-void answer(const target& t, std::uint32_t slot, std::uint32_t bytes, std::uint32_t n);
+// back into the client's region, imm DATA|0, once t.answers has room.
+void answer(const target& t, std::uint32_t slot, std::uint32_t bytes);
 
 }  // namespace stage05

@@ -2,7 +2,8 @@
 // ib_send_lat measures (with -e: asleep on events). What differs between
 // --poll, --event and --hybrid is only how a side waits for the peer's
 // burst: wait_for below. Only one Send in 64 is signaled, so a side wakes
-// for the peer's messages, not for its own sends.
+// for the peer's messages, not for its own sends; a burst is posted only
+// once the send queue has room for all of it (rdma::send_queue_room).
 #include <chrono>
 #include <optional>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/latency_report.hpp"
+#include "rdma_tutorial/send_window.hpp"
 #include "stage.hpp"
 
 namespace stage08 {
@@ -19,6 +21,10 @@ namespace stage08 {
 namespace {
 
 constexpr std::uint32_t signal_every = 64;
+
+// Unsignaled sends leave the queue only when a later signaled one is
+// polled: up to 2 x 64 of them, plus the burst being posted.
+std::uint32_t send_queue_depth(const run_params& run) { return 2 * signal_every + run.burst; }
 
 using clock = std::chrono::steady_clock;
 
@@ -31,7 +37,8 @@ struct wait_counts {
 
 class ping_pong {
  public:
-  explicit ping_pong(const side& s) : s_(s), solicited_only_(s.run.solicited_every != 0) {}
+  explicit ping_pong(const side& s)
+      : s_(s), solicited_only_(s.run.solicited_every != 0), room_(send_queue_depth(s.run), signal_every) {}
 
   void run() {
     const run_params& run = s_.run;
@@ -84,7 +91,10 @@ class ping_pong {
   // One completion: a signaled send's, or a Recv of the peer's burst.
   void take(const ibv_wc& wc) {
     rdma::check_wc(wc);
-    if (wc.opcode == IBV_WC_SEND) return;  // its only news: the send queue has room again
+    if (wc.opcode == IBV_WC_SEND) {  // its only news: the send queue has room again
+      room_.completed(wc.wr_id);
+      return;
+    }
     if (wc.opcode != IBV_WC_RECV) throw rdma::tutorial_error("an unexpected completion: " + rdma::describe_wc(wc));
     const char* message = s_.buffers.recv.data() + wc.wr_id * s_.run.size;
     const header h = read_header(message);
@@ -102,9 +112,18 @@ class ping_pong {
 
   bool burst_complete() const { return received_ == s_.run.burst; }
 
-  // The burst of this round as one list of work requests (one ibv_post_send).
+  // The burst of this round as one list of work requests (one ibv_post_send),
+  // once the send queue has room for all of it. ACKs normally free it long
+  // before (a round trip per round); a slow peer or a short queue must not
+  // make us post into a full one.
   void post_burst() {
     const run_params& run = s_.run;
+    if (!room_.fits(run.burst)) {
+      rdma::wait_while_connected(s_.peer, s_.peer_name, "room in our send queue", s_.opts.peer.wait_ms, [&] {
+        s_.events.drain([this](const ibv_wc& wc) { take(wc); });
+        return room_.fits(run.burst);
+      });
+    }
     std::vector<ibv_sge> sges(run.burst);
     std::vector<ibv_send_wr> wrs(run.burst);
     for (std::uint32_t i = 0; i < run.burst; ++i) {
@@ -112,12 +131,12 @@ class ping_pong {
       write_header(message, round_, i);
       sges[i] = {reinterpret_cast<std::uintptr_t>(message), run.size, s_.buffers.send.lkey()};
       ibv_send_wr& wr = wrs[i];
-      wr.wr_id = sent_;
+      wr.wr_id = room_.next() + i;
       wr.sg_list = &sges[i];
       wr.num_sge = 1;
       wr.opcode = IBV_WR_SEND;
       wr.next = i + 1 < run.burst ? &wrs[i + 1] : nullptr;
-      if (++sent_ % signal_every == 0) wr.send_flags |= IBV_SEND_SIGNALED;
+      if (room_.signaled(wr.wr_id)) wr.send_flags |= IBV_SEND_SIGNALED;
       if (run.size <= 64) wr.send_flags |= IBV_SEND_INLINE;
       // Solicited: the receiver's CQ, armed for solicited completions
       // only, raises an event for this one (and for no unsolicited one).
@@ -127,6 +146,7 @@ class ping_pong {
     if (const int rc = ibv_post_send(s_.qp, wrs.data(), &bad); rc != 0) {
       throw rdma::verbs_error(rc, "ibv_post_send(round " + std::to_string(round_) + ")");
     }
+    room_.posted(run.burst);
   }
 
   void wait_for_burst() {
@@ -180,7 +200,7 @@ class ping_pong {
   const bool solicited_only_;
   std::uint32_t round_ = 0;
   std::uint32_t received_ = 0;  // of this round's burst (zeroed only once the burst is complete)
-  std::uint64_t sent_ = 0;
+  rdma::send_queue_room room_;
   wait_counts counts_;
 };
 
@@ -209,9 +229,7 @@ void message_buffers::post_receives(ibv_qp* qp) const {
 
 rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const notified_cq& events, const run_params& run) {
   ibv_qp_cap cap{};
-  // Unsignaled sends leave the queue only when a later signaled one is
-  // polled: up to 2 x 64 of them, plus the burst being posted.
-  cap.max_send_wr = 2 * signal_every + run.burst;
+  cap.max_send_wr = send_queue_depth(run);
   cap.max_recv_wr = 2 * run.burst;
   cap.max_send_sge = 1;
   cap.max_recv_sge = 1;

@@ -58,6 +58,19 @@ if [[ "$distro_id" == ubuntu || " $distro_like " == *" ubuntu "* ]]; then
   kernel_pkg=linux-image-generic
 fi
 vm_pkgs=("${vm_pkgs[@]/KERNEL/$kernel_pkg}")
+# A second guest kernel, for the tests (scripts/test.sh runs stages on both):
+# Debian 12 carries Linux 6.12 beside its 6.1, with rdma_rxe, as versioned
+# packages only (linux-image-6.12.N+deb12-amd64-unsigned); the newest is
+# taken once the package lists are fresh. The guest's default stays 6.1.
+second_kernel=0
+distro_version=""
+[[ -r /etc/os-release ]] && distro_version=$(. /etc/os-release && echo "${VERSION_ID:-}")
+if [[ $want_vm == 1 && "$distro_id" == debian && "$distro_version" == 12 ]]; then
+  second_kernel=1
+fi
+newest_612() {
+  apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' | awk '{ print $1 }' | sort -V | tail -n1
+}
 
 pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}")
 if [[ $want_vm == 1 ]]; then pkgs+=("${vm_pkgs[@]}"); fi
@@ -99,7 +112,12 @@ for p in "${pkgs[@]}"; do
   [[ "$status" == *" ok installed" ]] || missing+=("$p")
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
+want_612=0
+if [[ $second_kernel == 1 ]] && ! dpkg-query -W -f='${Status}\n' 'linux-image-6.12.*+deb12-amd64-unsigned' 2>/dev/null | grep -q ' ok installed'; then
+  want_612=1
+fi
+
+if [[ ${#missing[@]} -eq 0 && $want_612 == 0 ]]; then
   echo "install_deps: all packages present"
   exit 0
 fi
@@ -113,9 +131,17 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo=(sudo)
 fi
 
-echo "install_deps: installing ${missing[*]}"
+echo "install_deps: installing ${missing[*]}${missing[*]:+ }$([[ $want_612 == 1 ]] && echo "the Linux 6.12 guest kernel")"
 # Never stop for a debconf question; "env" because sudo drops most of the
 # environment, so an exported variable would not reach apt-get.
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+if [[ $want_612 == 1 ]]; then
+  pkg_612=$(newest_612)
+  if [[ -n "$pkg_612" ]]; then
+    missing+=("$pkg_612")
+  else
+    echo "install_deps: no linux-image-6.12.*+deb12-amd64-unsigned in the package lists; the tests on a second kernel will say so" >&2
+  fi
+fi
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 echo "install_deps: done"

@@ -29,6 +29,39 @@ guest_available() {
     compgen -G '/lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*' >/dev/null
 }
 
+# The guest kernels (scripts/rxe_vm.sh --kernel): every installed kernel
+# that ships rdma_rxe.ko and has its vmlinuz in /boot, newest first.
+guest_kernels() {
+  local k
+  for k in $(ls /lib/modules 2>/dev/null | sort -rV); do
+    [[ -e "/boot/vmlinuz-$k" ]] && compgen -G "/lib/modules/$k/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*" >/dev/null && echo "$k"
+  done
+  return 0
+}
+
+# The guest's kernel when none is named: $RXE_VM_KERNEL, else the one the
+# distribution's kernel meta-package installs (Debian 12's linux-image-amd64:
+# 6.1), else the newest. The chapters' outputs were measured on the first.
+default_guest_kernel() {
+  local k meta
+  [[ -n "${RXE_VM_KERNEL:-}" ]] && { echo "$RXE_VM_KERNEL"; return; }
+  meta=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
+  for k in $(guest_kernels); do
+    [[ "$k" == "$meta" ]] && { echo "$k"; return; }
+  done
+  guest_kernels | head -n1
+}
+
+# The other guest kernel the tests run on (Debian 12's 6.12, which
+# scripts/install_deps.sh installs beside 6.1): the newest one that is not
+# the default; nothing when there is no second.
+second_guest_kernel() {
+  local default
+  default=$(default_guest_kernel)
+  guest_kernels | grep -vxF "$default" | head -n1
+  return 0
+}
+
 # Configure (once, with -Werror as CI builds) and build.
 build_tree() {
   local build="$1"

@@ -115,19 +115,10 @@ busybox=$(command -v busybox || true)
 find_rxe_module() { find "/lib/modules/$1/kernel/drivers/infiniband/sw/rxe" -name 'rdma_rxe.ko*' 2>/dev/null | head -n1; }
 # The default is the distribution's own kernel (Debian 12: 6.1), even when
 # a newer one (6.12, scripts/install_deps.sh installs it for the tests) sits
-# beside it: the chapters' outputs were measured there.
-[[ -n "$kver" ]] || kver="${RXE_VM_KERNEL:-}"
-if [[ -z "$kver" ]]; then
-  meta=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
-  if [[ -n "$meta" && -e "/boot/vmlinuz-$meta" && -n "$(find_rxe_module "$meta")" ]]; then kver="$meta"; fi
-fi
-if [[ -z "$kver" ]]; then
-  for candidate in $(ls /lib/modules 2>/dev/null | sort -rV); do
-    if [[ -e "/boot/vmlinuz-$candidate" && -n "$(find_rxe_module "$candidate")" ]]; then
-      kver="$candidate"; break
-    fi
-  done
-fi
+# beside it: the chapters' outputs were measured there (lib.sh says how).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+[[ -n "$kver" ]] || kver=$(default_guest_kernel)
+[[ -z "$kver" || -n "$(find_rxe_module "$kver")" ]] || die "kernel $kver has no rdma_rxe.ko (installed kernels with it: $(guest_kernels | xargs))"
 [[ -n "$kver" ]] || die "no installed kernel ships rdma_rxe.ko; install one: apt-get install linux-image-amd64"
 [[ -e "/boot/vmlinuz-$kver" ]] || die "/boot/vmlinuz-$kver is missing; install the matching kernel package"
 [[ -r "/boot/vmlinuz-$kver" ]] || die "/boot/vmlinuz-$kver is readable by root only (Ubuntu does that); make it readable: sudo chmod 0644 /boot/vmlinuz-$kver"

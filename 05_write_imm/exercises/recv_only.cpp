@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
@@ -32,11 +33,16 @@
 namespace stage05 {
 
 void post_receives(ibv_qp* qp, std::uint32_t count) {
+  // One linked list, one ibv_post_recv (stage 04's batching, for Recvs).
+  std::vector<ibv_recv_wr> wrs(count);
   for (std::uint32_t i = 0; i < count; ++i) {
-    ibv_recv_wr wr{};
-    wr.num_sge = 0;  // no buffer: a Write with Immediate puts nothing in its Recv
-    ibv_recv_wr* bad = nullptr;
-    rdma::check_rc(ibv_post_recv(qp, &wr, &bad), "ibv_post_recv");
+    wrs[i].wr_id = 0;    // a Recv (ping-pong's writes carry pong_tag)
+    wrs[i].num_sge = 0;  // no buffer: a Write with Immediate puts nothing in its Recv
+    wrs[i].next = i + 1 < count ? &wrs[i + 1] : nullptr;
+  }
+  ibv_recv_wr* bad = nullptr;
+  if (const int rc = ibv_post_recv(qp, wrs.data(), &bad); rc != 0) {
+    throw rdma::verbs_error(rc, "ibv_post_recv(" + std::to_string(count) + " Recvs)");
   }
 }
 
@@ -53,11 +59,12 @@ std::optional<std::uint32_t> immediate_of(const ibv_wc& wc) {
 namespace {
 
 // What a failed completion here says about the client. Our Recvs (wr_id 0)
-// fail only because of what arrived; the answers of ping-pong (wr_id 63,
-// 127, ...: one in 64 is signaled) for the reasons check_wc names.
+// fail only because of what arrived; the answers of ping-pong (pong_tag and
+// their number, one in 64 signaled) for the reasons check_wc names. The
+// wr_id tells them apart: a failed completion's opcode is undefined.
 void check_at_target(const ibv_wc& wc, std::uint64_t region_bytes) {
   if (wc.status == IBV_WC_SUCCESS) return;
-  if (wc.wr_id != 0) rdma::check_wc(wc);
+  if ((wc.wr_id & pong_tag) != 0) rdma::check_wc(wc);
   switch (wc.status) {
     case IBV_WC_LOC_LEN_ERR:
     case IBV_WC_LOC_QP_OP_ERR:
@@ -89,7 +96,8 @@ ibv_wc next_receive(const target& t, const char* waiting_for) {
                                [&] { return rdma::check_poll(ibv_poll_cq(t.dev.cq.get(), 1, &wc)) == 1; },
                                t.peer.length != 0 ? rdma::waiting::spins : rdma::waiting::backs_off);
     check_at_target(wc, t.landing.size());
-    if ((wc.opcode & IBV_WC_RECV) != 0) return wc;
+    if ((wc.wr_id & pong_tag) == 0) return wc;
+    t.answers->completed(wc.wr_id & ~pong_tag);  // a signaled answer: room in our send queue
   }
 }
 
@@ -156,7 +164,7 @@ std::uint32_t serve(const target& t) {
       std::printf("(further DATA writes are counted, not printed)\n");
       std::fflush(stdout);  // a stream is under way: say so now, not at exit
     }
-    if (t.peer.length != 0) answer(t, index, wc.byte_len, data);
+    if (t.peer.length != 0) answer(t, index, wc.byte_len);
   }
 }
 

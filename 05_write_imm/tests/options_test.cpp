@@ -60,7 +60,12 @@ TEST_CASE("role and range mistakes should be usage errors naming the option") {
   CHECK(usage_error_of({"--rnr-retry", "8"}) == "--rnr-retry must be between 0 and 7, got 8");
   CHECK(usage_error_of({"--slots", "0"}) == "--slots must be between 1 and 4096, got 0");
   CHECK(usage_error_of({"--slots", "4096", "--size", "1000000"}) == "--slots times --size must stay within 1 GiB");
-  CHECK(usage_error_of({"-s", "h", "--latency", "--tx-depth", "16"}) == "--latency needs --tx-depth of 65 or more");
+}
+
+TEST_CASE("--tx-depth should size both sides' send queues, down to one write in flight") {
+  CHECK(parse({"-s", "h", "--latency", "--tx-depth", "1"}).tx_depth == 1);
+  CHECK(parse({"--tx-depth", "2"}).tx_depth == 2);  // the server's answers
+  CHECK(usage_error_of({"--tx-depth", "0"}) == "--tx-depth must be between 1 and 4096, got 0");
 }
 
 TEST_CASE("the latency report should give perftest's columns: median as t_typical, 99% and 99.9% by rank") {

@@ -101,6 +101,19 @@ TEST_CASE("latency mode should answer every ping and print perftest's percentile
   CHECK(has_line(r.server.out, "^received 300 DATA write\\(s\\) and END$"));
 }
 
+TEST_CASE("a long ping-pong with one write in flight should post only into a send queue with room, on both sides") {
+  // A send queue of one: each ping (and each answer) must wait for the
+  // previous one's completion; posting on the hope that the ACK came back
+  // would fail with ENOMEM at the second.
+  const auto r = run_pair(server_command({"--size", "8", "--tx-depth", "1"}),
+                          client_command({"--size", "8", "--tx-depth", "1", "--latency", "--iters", "5000"}), 180s);
+  INFO(both(r));
+  REQUIRE(r.client.exit_code == 0);
+  REQUIRE(r.server.exit_code == 0);
+  CHECK(has_line(r.client.out, R"(^ 8 +5000 +[\d.]+ )"));
+  CHECK(has_line(r.server.out, "^received 5000 DATA write\\(s\\) and END$"));
+}
+
 TEST_CASE("a DATA index outside the slots should be refused before the server touches memory") {
   const auto r = run_pair(server_command(), client_command({"--send-imm", "0x01000009"}), 60s);
   INFO(both(r));

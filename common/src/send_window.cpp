@@ -56,6 +56,16 @@ double post_window(ibv_qp* qp, ibv_cq* cq, const window_params& params, const wr
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+send_queue_room::send_queue_room(std::uint32_t depth, std::uint32_t signal_every)
+    : depth_(depth), signal_every_(signal_every) {
+  if (signal_every == 0 || signal_every > depth) {
+    throw tutorial_error("signal one WR in " + std::to_string(signal_every) + " of a send queue of " + std::to_string(depth),
+                         "a full queue must hold a signaled WR: signal at least one in every depth");
+  }
+}
+
+std::uint32_t signal_interval(std::uint32_t depth) { return std::max(1u, std::min(64u, depth / 2)); }
+
 std::string bw_report(std::uint32_t bytes, std::uint32_t iterations, double seconds) {
   char line[160];
   std::snprintf(line, sizeof line, " #bytes     #iterations    BW average[MB/sec]   MsgRate[Mpps]\n %-10u %-14u %-20.2f %.6f\n",

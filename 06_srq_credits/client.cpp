@@ -5,9 +5,11 @@
 #include <arpa/inet.h>
 #include <endian.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "rdma_tutorial/buffer.hpp"
@@ -86,13 +88,23 @@ struct stream {
   // Records first..count-1, then END (when `end`): every credit we hold
   // goes out as one linked list of WRs, one ibv_post_send (on Soft-RoCE each
   // post is a system call: one per credit return, not one per record).
+  //
+  // Record `seq` is built in source slot seq % window, over the bytes of
+  // record seq - window. A credit says the server consumed that one; it
+  // does not say our device is done reading its source: until the WR's own
+  // completion (ibv_post_send(3)), a resend after a lost ACK reads those
+  // bytes again. So a slot is refilled only once the WR that last used it
+  // is known complete (WR n is record n: one WR per record, END last).
   void post_all(std::uint64_t count, const rdma::registered_buffer& source) {
     const std::uint32_t window = credits.window();
     std::vector<ibv_send_wr> wrs(window);
     std::vector<ibv_sge> sges(window);
     for (std::uint64_t seq = 0; seq <= count;) {
-      wait_until("a credit", [&] { return credits.can_send() && posted - completed < send_queue; });
-      const std::uint64_t room = std::min<std::uint64_t>(window - credits.in_flight(), send_queue - (posted - completed));
+      wait_until("a credit", [&] {
+        return credits.can_send() && posted - completed < send_queue && posted < completed + window;
+      });
+      const std::uint64_t room = std::min({std::uint64_t{window} - credits.in_flight(), send_queue - (posted - completed),
+                                           completed + window - posted});
       const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(room, count + 1 - seq));
       for (std::size_t i = 0; i < k; ++i, ++seq) {
         const std::uint32_t slot = static_cast<std::uint32_t>(seq % window);
@@ -131,6 +143,11 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
   // The only memory the server may write: the credit word.
   const rdma::registered_buffer credit(dev.pd.get(), sizeof(std::uint64_t),
                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "credit word");
+  // What we write from: one record per slot of the window, registered once
+  // the server told us the window. Declared before the QP all the same, so
+  // that C++ destroys the QP first (stage 04's rule: no registration goes
+  // while a QP that may still read it lives).
+  std::optional<rdma::registered_buffer> source;
   ibv_qp_cap cap{};
   cap.max_send_wr = send_queue;
   cap.max_recv_wr = 1;  // nothing is ever sent to us; a provider may refuse 0
@@ -154,12 +171,11 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
               qp->qp_num, peer.qp_num, window, opts.size, dev.params.rnr_retry);
   std::fflush(stdout);
 
-  // What we write from: one record per slot of the window.
-  const rdma::registered_buffer source(dev.pd.get(), std::size_t{window} * opts.size, 0, "records");
+  source.emplace(dev.pd.get(), std::size_t{window} * opts.size, 0, "records");
   stream s{opts, dev, qp.get(), server, peer, reinterpret_cast<const std::uint64_t*>(credit.data()),
            credit_window(window), std::max(1u, std::min(window, 64u) / 2)};
   const auto start = clock::now();
-  s.post_all(opts.records, source);
+  s.post_all(opts.records, *source);
   // Everything counts once the server has consumed it, END included.
   s.wait_until("the last credit", [&] { return s.credits.consumed() == opts.records + 1; });
   s.wait_until("the last completion", [&] { return s.completed == s.posted; });

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "rdma_tutorial/buffer.hpp"
@@ -132,8 +133,11 @@ struct stream {
     if (seq == opts.records) {  // END: 0 bytes, the count in the immediate
       wr.imm_data = htonl(rdma::imm::encode(imm_end, static_cast<std::uint32_t>(seq % rdma::imm::index_limit)));
     } else {
-      // Slot i of our source is reused only after the edge passed its last
-      // record, so the server had taken it: its bytes left long ago.
+      // Slot i of our source is refilled only once the WR that last read it
+      // is known complete (post_all and one_at_a_time wait for that): the
+      // edge passing its record says the server took it, not that our
+      // device is done with these bytes; a resend after a lost ACK reads
+      // them again (ibv_post_send(3): reusable after the completion).
       char* at = source.data() + std::size_t{index} * g.record_size;
       rdma::fill_record({at, g.record_size}, seq);
       sge = {reinterpret_cast<std::uintptr_t>(at), g.record_size, source.lkey()};
@@ -207,8 +211,12 @@ struct stream {
       std::fflush(stdout);
     }
     while (sent <= opts.records) {
-      wait_until("a credit", [&] { return (sent < edge || !heed_credits) && sent - completed < send_queue; });
-      const std::uint64_t credits = heed_credits ? edge - sent : send_queue;
+      // A credit, room in the send queue, and the source slot free: the WR
+      // `slots` before this one known complete (WR n is record n).
+      wait_until("a credit", [&] {
+        return (!heed_credits || (sent < edge && sent < completed + g.slots)) && sent - completed < send_queue;
+      });
+      const std::uint64_t credits = heed_credits ? std::min(edge - sent, completed + g.slots - sent) : send_queue;
       const std::uint64_t room = std::min<std::uint64_t>(credits, send_queue - (sent - completed));
       const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(room, opts.records + 1 - sent));
       const std::uint64_t first = sent;
@@ -231,7 +239,7 @@ struct stream {
     std::vector<ibv_send_wr> wr(1);
     std::vector<ibv_sge> sge(1);
     while (sent <= opts.records) {
-      wait_until("a credit", [&] { return sent < edge && sent - completed < send_queue; });
+      wait_until("a credit", [&] { return sent < edge && sent < completed + g.slots && sent - completed < send_queue; });
       const auto posted = clock::now();
       fill_wr(wr[0], sge[0], sent);
       ++sent;
@@ -262,6 +270,10 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   // The only memory the server may write: the credit word, 0 until it opens our window.
   const rdma::registered_buffer credit(dev.pd.get(), sizeof(std::uint64_t), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                                        "credit word");
+  // What we write from, registered once the grant says how much: declared
+  // before the QP all the same, so the QP is destroyed before it (stage
+  // 04's rule: no registration goes while a QP that may read it lives).
+  std::optional<rdma::registered_buffer> source;
   rdma::cm_qp_ptr qp = create_qp(id.get(), dev);
 
   hello h;
@@ -294,8 +306,8 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   std::fflush(stdout);
 
   // What we write from: one record per slot (twice the last one's room, for --hostile oversized).
-  const rdma::registered_buffer source(dev.pd.get(), (std::size_t{g.slots} + 1) * g.record_size, 0, "records");
-  stream s{opts, channel, dev.cq.get(), id->qp, g, reinterpret_cast<const std::uint64_t*>(credit.data()), source};
+  source.emplace(dev.pd.get(), (std::size_t{g.slots} + 1) * g.record_size, 0, "records");
+  stream s{opts, channel, dev.cq.get(), id->qp, g, reinterpret_cast<const std::uint64_t*>(credit.data()), *source};
   s.signal_every = std::max(1u, std::min(g.slots, 64u) / 2);
   // The server opens the window once it is bound: until then the edge is 0.
   s.wait_until("the window to open", [&] { return s.edge > 0; });

@@ -2,6 +2,8 @@
 #include <string>
 
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/imm.hpp"
+#include "rdma_tutorial/record.hpp"
 #include "rdma_tutorial/wire.hpp"
 #include "stage.hpp"
 
@@ -83,7 +85,25 @@ grant_msg decode_grant(std::span<const std::byte> data) {
   g.addr = load_be64(&data[20]);
   g.record_size = load_be32(&data[28]);
   g.chunk_bytes = load_be32(&data[32]);
+  const char* broken = "the server is not this stage's, or is broken: a grant past these bounds is never made";
   if (g.slots == 0) throw rdma::tutorial_error("a grant of 0 slots", "the server's pool is misconfigured");
+  if (g.slots > max_window) {
+    throw rdma::tutorial_error("a grant of " + std::to_string(g.slots) + " slots; a server grants " +
+                               std::to_string(max_window) + " at most", broken);
+  }
+  if (g.record_size < rdma::min_record || g.record_size > max_record) {
+    throw rdma::tutorial_error("a grant of " + std::to_string(g.record_size) + "-byte slots; records are " +
+                               std::to_string(rdma::min_record) + " to " + std::to_string(max_record) + " bytes", broken);
+  }
+  if (g.chunk_bytes > max_chunk || std::uint64_t{g.slots} * g.record_size > g.chunk_bytes) {
+    throw rdma::tutorial_error("a grant of " + std::to_string(g.slots) + " slots of " + std::to_string(g.record_size) +
+                               " bytes in a chunk of " + std::to_string(g.chunk_bytes) + " (at most " +
+                               std::to_string(max_chunk) + ")", broken);
+  }
+  if (g.first_slot > rdma::imm::index_limit - g.slots) {
+    throw rdma::tutorial_error("a grant from slot " + std::to_string(g.first_slot) +
+                               ": its slots do not fit the immediate's 24-bit index", broken);
+  }
   return g;
 }
 

@@ -71,6 +71,14 @@ inline constexpr std::uint8_t imm_end = 0x02;   // index: how many records came 
 
 inline constexpr std::uint16_t flag_latency = 1;
 
+// The most a server grants, and so the most a client accepts from one (a
+// grant comes from the peer: a client that believed any would allocate and
+// register whatever a broken or lying server named). The server's options
+// stop at the same numbers.
+inline constexpr std::uint32_t max_window = 1024;        // slots per grant (--window)
+inline constexpr std::uint32_t max_record = 1u << 20;    // bytes per record (--record-size)
+inline constexpr std::uint32_t max_chunk = 1u << 26;     // bytes per chunk (--chunk-size)
+
 struct hello {
   std::uint16_t version = stage09::version;
   std::uint16_t flags = 0;
@@ -94,7 +102,8 @@ std::array<std::byte, hello_size> encode_hello(const hello& h);
 std::array<std::byte, grant_size> encode_grant(const grant_msg& g);
 // Both take what the event carried (padded by the CM, or anything at all:
 // it comes from the peer) and throw rdma::tutorial_error saying what is
-// wrong: too short, not ours, another version.
+// wrong: too short, not ours, another version; a grant also past the
+// bounds above, or whose slots do not fit its chunk.
 hello decode_hello(std::span<const std::byte> data);
 grant_msg decode_grant(std::span<const std::byte> data);
 

@@ -309,6 +309,20 @@ TEST_CASE("the grant should round-trip every field, padded as the CM delivers it
   CHECK(back.chunk_bytes == 8192);
 }
 
+TEST_CASE("a grant past what any server grants should be refused before the client allocates for it") {
+  auto why = [](stage09::grant_msg g) {
+    return error_of([&] { stage09::decode_grant(stage09::encode_grant(g)); });
+  };
+  CHECK(says(why({0, 1u << 30, 1, 2, 64, 4096}), "a grant of 1073741824 slots; a server grants 1024 at most"));
+  CHECK(says(why({0, 16, 1, 2, 1u << 30, 4096}), "a grant of 1073741824-byte slots; records are 16 to 1048576 bytes"));
+  CHECK(says(why({0, 16, 1, 2, 8, 4096}), "a grant of 8-byte slots"));
+  CHECK(says(why({0, 16, 1, 2, 4096, 4096}), "a grant of 16 slots of 4096 bytes in a chunk of 4096"));
+  CHECK(says(why({0, 16, 1, 2, 64, 1u << 30}), "in a chunk of 1073741824 (at most 67108864)"));
+  CHECK(says(why({0xfffff8, 16, 1, 2, 64, 4096}), "do not fit the immediate's 24-bit index"));
+  CHECK(stage09::decode_grant(stage09::encode_grant({0xfffff0, 16, 1, 2, 64, 4096})).first_slot == 0xfffff0);
+  CHECK(stage09::decode_grant(stage09::encode_grant({0, 1024, 1, 2, 65536, 1u << 26})).slots == 1024);
+}
+
 TEST_CASE("private data that is too short should be refused, naming both sizes") {
   const auto hello = stage09::encode_hello({});
   const std::string why = error_of([&] { stage09::decode_hello(std::span(hello).first(20)); });

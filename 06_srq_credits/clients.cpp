@@ -87,10 +87,33 @@ void server::on_async_event(const ibv_async_event& e) {
         c->departure->last_wqe_reached(cq_empties_);
       }
       return;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+      // One client's QP broke (a request our device could not carry out, a
+      // write it refused): that client goes, the others stay. Marked here,
+      // destroyed later; the event is acked after this returns.
+      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr && !c->leaving) {
+        let_go(*c, parting::dropped, async_event_name(e.event_type) + " on its QP");
+      }
+      return;
+    case IBV_EVENT_CQ_ERR:
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_DEVICE_FATAL:
+      // The CQ, the SRQ or the device every client shares: nobody can be served.
+      throw rdma::tutorial_error(async_event_name(e.event_type) + ": the server's shared " +
+                                     (e.event_type == IBV_EVENT_CQ_ERR    ? "CQ"
+                                      : e.event_type == IBV_EVENT_SRQ_ERR ? "SRQ"
+                                                                          : "device") +
+                                     " failed",
+                                 "a CQ overrun means more completions than its entries: see the sizes printed at start-up");
     case IBV_EVENT_COMM_EST:
       return;  // the first packet on a QP still in RTR: nothing to do
     default:
+      // PORT_ERR, PORT_ACTIVE, GID_CHANGE...: said, not acted on; a client
+      // whose packets stop reaching us goes silent and --wait-ms lets it go.
       std::printf("async event: %s\n", async_event_name(e.event_type).c_str());
+      std::fflush(stdout);
   }
 }
 

@@ -82,6 +82,16 @@ void server::take_record(client& c, const ibv_wc& wc) {
     return;
   }
   const std::uint32_t index = rdma::imm::decode(imm).index;
+  // Credits: write n (a record, or END after n records) may come once we
+  // returned n - window + 1 or more. One beyond that was written without a
+  // credit: a client that ignores its window would drain the SRQ the
+  // others rely on. END spends a credit like a record: it consumes a Recv.
+  if (c.records >= c.ledger.returned() + sizing_.window) {
+    const std::string what = rule->type == imm_end ? "END" : "record " + std::to_string(c.records);
+    let_go(c, parting::dropped, "wrote " + what + " with only " + std::to_string(c.ledger.returned()) + " credits returned (window " +
+                                    std::to_string(sizing_.window) + ")");
+    return;
+  }
   if (rule->type == imm_end) {
     if (index != c.records % rdma::imm::index_limit) {
       let_go(c, parting::dropped, "END says " + std::to_string(index) + " records; " + std::to_string(c.records) + " arrived");
@@ -99,15 +109,6 @@ void server::take_record(client& c, const ibv_wc& wc) {
   }
   if (wc.byte_len != opts_.size) {
     let_go(c, parting::dropped, "wrote " + std::to_string(wc.byte_len) + " bytes into a slot of " + std::to_string(opts_.size));
-    return;
-  }
-  // Credits: record n may be written once we returned n - window + 1 or
-  // more. One beyond that was written without a credit: a client that
-  // ignores its window would drain the SRQ the others rely on.
-  if (c.records >= c.ledger.returned() + sizing_.window) {
-    let_go(c, parting::dropped, "wrote record " + std::to_string(c.records) + " with only " +
-                                    std::to_string(c.ledger.returned()) + " credits returned (window " +
-                                    std::to_string(sizing_.window) + ")");
     return;
   }
   if (index != c.records % sizing_.window) {

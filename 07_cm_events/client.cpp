@@ -150,7 +150,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
 
   // Leaving, the rdma_cm way: a disconnect request both sides see as an event.
   rdma::check_errno(rdma_disconnect(id.get()), "rdma_disconnect");
-  await(channel, RDMA_CM_EVENT_DISCONNECTED, "rdma_disconnect", opts.peer.wait_ms,
+  await(channel, id.get(), RDMA_CM_EVENT_DISCONNECTED, "rdma_disconnect", opts.peer.wait_ms,
         "--wait-ms " + std::to_string(opts.peer.wait_ms));
   std::printf("DISCONNECTED\n");
   return 0;

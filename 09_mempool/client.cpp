@@ -331,7 +331,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   std::fflush(stdout);
 
   rdma::check_errno(rdma_disconnect(id.get()), "rdma_disconnect");
-  rdma::cm::await(channel, RDMA_CM_EVENT_DISCONNECTED, "rdma_disconnect", opts.peer.wait_ms);
+  rdma::cm::await(channel, id.get(), RDMA_CM_EVENT_DISCONNECTED, "rdma_disconnect", opts.peer.wait_ms);
   std::printf("DISCONNECTED\n");
   return 0;
 }

@@ -23,6 +23,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -50,13 +51,29 @@ void turn_away(const cm_event& request, const std::string& why) {
 
 constexpr const char* busy = "busy: this server serves one client at a time";
 
-// The next event of the connection we serve. Another client's request that
-// comes meanwhile is told we are busy: it must not end this connection.
-cm_event connection_event(rdma_event_channel* channel, clock::time_point deadline, const std::string& waiting_for) {
+// What one event on the shared channel means for the connection on `id`:
+// ours, or not. Every event names its id. Another client's request that
+// comes meanwhile is told we are busy; one about the listener (its device
+// removed: RDMA_CM_EVENT_DEVICE_REMOVAL) ends this connection too; any
+// other id's is said and passed over.
+bool about_our_connection(const cm_event& ev, rdma_cm_id* id, const std::string& waiting_for) {
+  if (ev.type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+    turn_away(ev, busy);
+    return false;
+  }
+  if (ev.id == id) return true;
+  if (ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL) throw explain(ev, waiting_for, "the listener's device");
+  std::printf("%s about another id: not this connection's, passed over\n", rdma_event_str(ev.type));
+  std::fflush(stdout);
+  return false;
+}
+
+// The next event of the connection on `id`.
+cm_event connection_event(rdma_event_channel* channel, rdma_cm_id* id, clock::time_point deadline,
+                          const std::string& waiting_for) {
   for (;;) {
     cm_event ev = next_event(channel, ms_left(deadline), waiting_for);
-    if (ev.type != RDMA_CM_EVENT_CONNECT_REQUEST) return ev;
-    turn_away(ev, busy);
+    if (about_our_connection(ev, id, waiting_for)) return ev;
   }
 }
 
@@ -72,13 +89,11 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_c
   ibv_wc wc{};
   while (rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 0) {
     pollfd pfd{channel->fd, POLLIN, 0};
-    if (rdma::check_errno(poll(&pfd, 1, 1), "poll(the CM event channel)") == 1) {
+    const int ready = poll(&pfd, 1, 1);
+    if (ready < 0 && errno == EINTR) continue;  // a signal: look again
+    if (rdma::check_errno(ready, "poll(the CM event channel)") == 1) {
       const std::optional<cm_event> ev = try_event(channel);
-      if (!ev) continue;
-      if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-        turn_away(*ev, busy);
-        continue;
-      }
+      if (!ev || !about_our_connection(*ev, id, "the client's notice")) continue;
       if (ev->type != RDMA_CM_EVENT_DISCONNECTED) throw explain(*ev, "the client's notice", "waiting for the notice");
       rdma::check_errno(rdma_disconnect(id), "rdma_disconnect");
       disconnected = true;
@@ -150,7 +165,7 @@ int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, cons
   std::printf("rdma_accept: region %u bytes at 0x%llx, rkey 0x%x; responder_resources %u\n", ours.length,
               static_cast<unsigned long long>(ours.addr), ours.rkey, param.responder_resources);
   rdma::check_errno(rdma_accept(id, &param), "rdma_accept");
-  const auto established = connection_event(channel, clock::now() + std::chrono::milliseconds(opts.peer.wait_ms),
+  const auto established = connection_event(channel, id, clock::now() + std::chrono::milliseconds(opts.peer.wait_ms),
                                             "RDMA_CM_EVENT_ESTABLISHED after rdma_accept within --wait-ms " +
                                                 std::to_string(opts.peer.wait_ms));
   if (established.type != RDMA_CM_EVENT_ESTABLISHED) throw explain(established, "RDMA_CM_EVENT_ESTABLISHED", "rdma_accept");
@@ -176,7 +191,7 @@ int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, cons
   // The client disconnects when done; only then is the region ours again.
   // Our rdma_disconnect answers its request (the DREP) and moves our QP to ERR.
   if (!disconnected) {
-    const auto ev = connection_event(channel, clock::now() + std::chrono::milliseconds(opts.peer.wait_ms),
+    const auto ev = connection_event(channel, id, clock::now() + std::chrono::milliseconds(opts.peer.wait_ms),
                                      "RDMA_CM_EVENT_DISCONNECTED from the client within --wait-ms " +
                                          std::to_string(opts.peer.wait_ms));
     if (ev.type != RDMA_CM_EVENT_DISCONNECTED) throw explain(ev, "RDMA_CM_EVENT_DISCONNECTED", "the client's leaving");

@@ -22,6 +22,7 @@ cm_event connect(rdma_event_channel* channel, cm_id_ptr& id, const connect_targe
                                  "answer to " + step + " (ESTABLISHED) within --wait-ms " + std::to_string(wait_ms),
                                  "is a server running there? The CM would retry for about 100 s before "
                                  "RDMA_CM_EVENT_UNREACHABLE; --wait-ms bounds our wait");
+    if (answer.id != id.get()) throw about_another_id(answer, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), step);
     if (answer.type == RDMA_CM_EVENT_ESTABLISHED) return answer;
     // Nobody listens yet: a server started beside us may still be on its
     // way. A rejected id cannot connect again; take a new one and retry

@@ -132,19 +132,31 @@ cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view w
     if (auto ev = try_event(channel)) return *ev;
     pollfd pfd{channel->fd, POLLIN, 0};
     const int timeout = wait_ms < 0 ? -1 : ms_left(deadline);
-    if (check_errno(poll(&pfd, 1, timeout), "poll(the CM event channel)") == 0) {
+    const int ready = poll(&pfd, 1, timeout);
+    if (ready < 0 && errno == EINTR) continue;  // a signal: look again, with what is left of the deadline
+    if (check_errno(ready, "poll(the CM event channel)") == 0) {
       throw tutorial_error("no " + std::string(waiting_for), std::string(hint));
     }
   }
 }
 
-cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms,
-               std::string_view bound) {
+cm_event await(rdma_event_channel* channel, rdma_cm_id* id, rdma_cm_event_type want, std::string_view step,
+               int wait_ms, std::string_view bound) {
   const std::string within = bound.empty() ? std::to_string(wait_ms) + " ms" : std::string(bound);
   cm_event ev = next_event(channel, wait_ms, std::string(rdma_event_str(want)) + " after " + std::string(step) +
                                                  " within " + within);
+  // Every event names the id it is about: one about another id on this
+  // channel answers nothing we asked.
+  if (ev.id != id) throw about_another_id(ev, rdma_event_str(want), step);
   if (ev.type != want) throw explain(ev, rdma_event_str(want), step);
   return ev;
+}
+
+tutorial_error about_another_id(const cm_event& ev, std::string_view wanted, std::string_view step) {
+  return tutorial_error(std::string(rdma_event_str(ev.type)) + " about another id while we waited for " +
+                            std::string(wanted) + " after " + std::string(step),
+                        "every event names its id (rdma_cm_event.id): take each to the connection it is about, "
+                        "or give each id a channel of its own");
 }
 
 // A reject's private data: printable text, at most max_reject_text bytes
@@ -211,12 +223,12 @@ cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, std::s
   sockaddr_in dst = server;
   const std::string addr_step = "rdma_resolve_addr(" + std::string(to) + ")";
   check_errno(rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst), resolve_ms), addr_step);
-  await(channel, RDMA_CM_EVENT_ADDR_RESOLVED, addr_step, cm_bounds_it);
+  await(channel, id.get(), RDMA_CM_EVENT_ADDR_RESOLVED, addr_step, cm_bounds_it);
 
   // The route: for RoCE, the GIDs and the Ethernet path (no subnet manager).
   const std::string route_step = "rdma_resolve_route(" + std::string(to) + ")";
   check_errno(rdma_resolve_route(id.get(), resolve_ms), route_step);
-  await(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, route_step, cm_bounds_it);
+  await(channel, id.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, route_step, cm_bounds_it);
   return id;
 }
 

@@ -43,14 +43,18 @@ int ms_left(std::chrono::steady_clock::time_point deadline);
 // copied and acked.
 std::optional<cm_event> try_event(rdma_event_channel* channel);
 // The next event within wait_ms (cm_bounds_it: as long as it takes), copied
-// and acked; otherwise throws "no <waiting_for>", with `hint`.
+// and acked; otherwise throws "no <waiting_for>", with `hint`. A signal
+// (EINTR) does not end the wait.
 cm_event next_event(rdma_event_channel* channel, int wait_ms, std::string_view waiting_for,
                     std::string_view hint = {});
-// Waits for `want`, the event that ends `step` well ("rdma_resolve_addr(ADDR)");
-// anything else is thrown as explain() says. `bound` names the limit in the
-// timeout's message ("--accept-ms 3000"); empty: wait_ms.
-cm_event await(rdma_event_channel* channel, rdma_cm_event_type want, std::string_view step, int wait_ms,
-               std::string_view bound = {});
+// Waits for `want` about `id`, the event that ends `step` well
+// ("rdma_resolve_addr(ADDR)"); anything else is thrown as explain() says,
+// an event about another id as about_another_id. `bound` names the limit
+// in the timeout's message ("--accept-ms 3000"); empty: wait_ms.
+cm_event await(rdma_event_channel* channel, rdma_cm_id* id, rdma_cm_event_type want, std::string_view step,
+               int wait_ms, std::string_view bound = {});
+// "RDMA_CM_EVENT_X about another id while we waited for <wanted> after <step>".
+tutorial_error about_another_id(const cm_event& ev, std::string_view wanted, std::string_view step);
 // The dispatch table (pure): an error event of a step with its meaning and
 // likely fix, or any other event named as unexpected while we waited for
 // `wanted` ("RDMA_CM_EVENT_ESTABLISHED", "the client's notice").

@@ -181,8 +181,12 @@ class ping_pong {
           }
           if (!policy.keep_spinning(looks, elapsed_us)) break;
         }
-        // Going to sleep: arm, then look once more. A completion that came
-        // after the last look and before the arm raised no event.
+        // Going to sleep. The CQ may still be armed from the last sleep, and
+        // what we polled while spinning raised its event: take those first
+        // (or the sleep would end at once, on nothing). Then arm, then look
+        // once more: a completion that came after the last look and before
+        // the arm raised no event.
+        events.take_stale_events();
         events.arm(solicited_only_);
         events.drain(take_one);
         if (burst_complete()) {

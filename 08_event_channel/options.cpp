@@ -39,11 +39,11 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add(0, "spin-us", "US", "--hybrid: how long to poll before sleeping (default 50)",
              [&](std::string_view v) { out.spin_us = number(v, "--spin-us", 0, 10000000); });
   parser.add(0, "iters", "N", "client: rounds to measure, after one warm-up round (default 1000)",
-             [&](std::string_view v) { out.run.rounds = number(v, "--iters", 1, 100000000); });
+             [&](std::string_view v) { out.run.rounds = number(v, "--iters", 1, max_rounds); });
   parser.add(0, "burst", "N", "client: Sends per round in each direction (default 1, or --solicited-every)",
-             [&](std::string_view v) { out.run.burst = number(v, "--burst", 1, 256); });
+             [&](std::string_view v) { out.run.burst = number(v, "--burst", 1, max_burst); });
   parser.add(0, "size", "BYTES", "client: bytes per Send, at least 8 (default 8)",
-             [&](std::string_view v) { out.run.size = number(v, "--size", 8, 1 << 20); });
+             [&](std::string_view v) { out.run.size = number(v, "--size", min_size, max_size); });
   parser.add(0, "solicited-every", "N",
              "client: mark every Nth Send of a burst solicited; both sides then wake only for those",
              [&](std::string_view v) { out.run.solicited_every = number(v, "--solicited-every", 1, 256); });

@@ -48,6 +48,14 @@ struct run_params {
 
 inline constexpr std::size_t run_params_bytes = 16;
 
+// What either side agrees to at most. The run comes from the peer: the
+// server checks it against these before it sizes anything by it (each
+// measured round keeps one sample: 10 million rounds are 80 MB of them).
+inline constexpr std::uint32_t max_rounds = 10000000;
+inline constexpr std::uint32_t max_burst = 256;
+inline constexpr std::uint32_t min_size = 8;          // the header
+inline constexpr std::uint32_t max_size = 1u << 20;
+
 inline std::array<std::byte, run_params_bytes> encode(const run_params& p) {
   std::array<std::byte, run_params_bytes> out{};
   const std::uint32_t words[4] = {htonl(p.rounds), htonl(p.burst), htonl(p.size), htonl(p.solicited_every)};

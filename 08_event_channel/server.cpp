@@ -18,11 +18,15 @@ int run_server(const options& opts, const rdma::rdma_device& dev, notified_cq& e
   rdma::tcp::recv_exact(client, wire, rdma::tcp::after_ms(opts.peer.wait_ms), "the run");
   const run_params run = decode(wire);
   // The client's parser checked these; a peer is checked all the same.
-  if (run.rounds == 0 || run.burst == 0 || run.burst > 256 || run.size < 8 || run.size > (1u << 20) ||
+  if (run.rounds == 0 || run.rounds > max_rounds || run.burst == 0 || run.burst > max_burst || run.size < min_size ||
+      run.size > max_size ||
       (run.solicited_every != 0 && run.burst % run.solicited_every != 0)) {
     throw rdma::tutorial_error("the client asks for a run this program cannot do: " + std::to_string(run.rounds) +
                                    " rounds of " + std::to_string(run.burst) + " x " + std::to_string(run.size) +
-                                   " bytes, 1 in " + std::to_string(run.solicited_every) + " solicited",
+                                   " bytes, 1 in " + std::to_string(run.solicited_every) + " solicited (it does 1 to " +
+                                   std::to_string(max_rounds) + " rounds, bursts of 1 to " + std::to_string(max_burst) +
+                                   ", Sends of " + std::to_string(min_size) + " to " + std::to_string(max_size) +
+                                   " bytes, a burst a multiple of solicited_every)",
                                "is the peer this stage's client?");
   }
 

@@ -95,6 +95,13 @@ class notified_cq {
   std::size_t sleep_and_drain(const rdma::tcp::socket& peer, std::string_view who, std::string_view what,
                               int wait_ms, bool solicited_only, const std::function<void(const ibv_wc&)>& take);
 
+  // Takes and acks, without sleeping, the events raised while we were not
+  // waiting for any: the CQ was left armed (sleep_and_drain re-arms before
+  // it drains) and a completion polled meanwhile raised one. Not taken, it
+  // would end the next sleep at once, on a CQ already drained. Returns how
+  // many there were.
+  std::size_t take_stale_events();
+
   std::uint64_t wake_ups() const noexcept { return wake_ups_; }
   std::uint64_t empty_wake_ups() const noexcept { return empty_wake_ups_; }
   unsigned ack_calls() const noexcept { return acks_.ack_calls(); }

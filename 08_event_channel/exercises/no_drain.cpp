@@ -84,6 +84,22 @@ std::size_t notified_cq::drain(const std::function<void(const ibv_wc&)>& take) {
   }
 }
 
+std::size_t notified_cq::take_stale_events() {
+  std::size_t taken = 0;
+  ibv_cq* cq = nullptr;
+  void* cq_context = nullptr;
+  while (ibv_get_cq_event(channel_.get(), &cq, &cq_context) == 0) {
+    if (cq != cq_.get()) {
+      ibv_ack_cq_events(cq, 1);
+      throw rdma::tutorial_error("ibv_get_cq_event returned an event for a CQ that is not ours");
+    }
+    acks_.count_one();
+    ++taken;
+  }
+  if (errno != EAGAIN) rdma::check_errno(-1, "ibv_get_cq_event");
+  return taken;
+}
+
 std::size_t notified_cq::sleep_and_drain(const rdma::tcp::socket& peer, std::string_view who, std::string_view what,
                                          int wait_ms, bool solicited_only,
                                          const std::function<void(const ibv_wc&)>& take) {
@@ -117,7 +133,11 @@ std::size_t notified_cq::sleep_and_drain(const rdma::tcp::socket& peer, std::str
       if (errno == EAGAIN) continue;  // another reader took it (not here), or a spurious wake-up
       rdma::check_errno(-1, "ibv_get_cq_event");
     }
-    if (cq != cq_.get()) throw rdma::tutorial_error("ibv_get_cq_event returned an event for a CQ that is not ours");
+    if (cq != cq_.get()) {
+      // Acked all the same: that CQ's ibv_destroy_cq would wait for it for ever.
+      ibv_ack_cq_events(cq, 1);
+      throw rdma::tutorial_error("ibv_get_cq_event returned an event for a CQ that is not ours");
+    }
     ++wake_ups_;
     acks_.count_one();
     // The notification is edge-triggered: it fires once, for the first

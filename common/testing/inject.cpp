@@ -35,6 +35,11 @@
 //                             BYTES in its first scatter/gather entry
 //                             instead; the program's own WR is left as it
 //                             was. Logged as "hostile WHAT OLD NEW"
+//   RDMA_INJECT_PRIVATE=OFFSET:HEX  a lying peer over rdma_cm: the private
+//                             data of the program's rdma_accept (or
+//                             rdma_connect) leaves with the bytes HEX written
+//                             at OFFSET; the program's own buffer is left as
+//                             it was. Logged as "private OFFSET HEX"
 //
 // How a call fails is how that call reports failure: NULL and errno, an
 // errno as the return value, or -1 and errno; the real call is not made. So
@@ -49,6 +54,7 @@
 #include <rdma/rdma_cma.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -109,6 +115,8 @@ struct shim_state {
   ibv_context_ops real_ops{};  // the provider's, saved from the first context
   bool have_ops = false;
   std::set<int> library_fds;  // the descriptors of contexts librdmacm opened for itself
+  std::size_t private_offset = 0;       // RDMA_INJECT_PRIVATE
+  std::vector<unsigned char> private_bytes;
 
   shim_state() {
     if (const char* path = std::getenv("RDMA_INJECT_LOG"); path != nullptr && *path != '\0') {
@@ -124,6 +132,19 @@ struct shim_state {
       }
     }
     if (const char* e = std::getenv("RDMA_INJECT_ERRNO"); e != nullptr) fail_errno = std::atoi(e);
+    if (const char* pd = std::getenv("RDMA_INJECT_PRIVATE"); pd != nullptr) {
+      const std::string spec(pd);
+      const auto colon = spec.find(':');
+      const std::string hex = colon == std::string::npos ? "" : spec.substr(colon + 1);
+      if (colon == std::string::npos || hex.empty() || hex.size() % 2 != 0) {
+        std::fprintf(stderr, "rdma_inject: RDMA_INJECT_PRIVATE takes OFFSET:HEXBYTES, not '%s'\n", pd);
+        std::abort();
+      }
+      private_offset = std::strtoull(spec.substr(0, colon).c_str(), nullptr, 0);
+      for (std::size_t i = 0; i < hex.size(); i += 2) {
+        private_bytes.push_back(static_cast<unsigned char>(std::strtoul(hex.substr(i, 2).c_str(), nullptr, 16)));
+      }
+    }
     if (const char* wr = std::getenv("RDMA_INJECT_WR"); wr != nullptr) {
       const std::string spec(wr);
       const auto eq = spec.find('=');
@@ -495,8 +516,43 @@ MINUS_ONE(rdma_bind_addr, (rdma_cm_id * id, sockaddr* addr), (id, addr))
 MINUS_ONE(rdma_resolve_addr, (rdma_cm_id * id, sockaddr* src, sockaddr* dst, int ms), (id, src, dst, ms))
 MINUS_ONE(rdma_resolve_route, (rdma_cm_id * id, int ms), (id, ms))
 MINUS_ONE(rdma_listen, (rdma_cm_id * id, int backlog), (id, backlog))
-MINUS_ONE(rdma_connect, (rdma_cm_id * id, rdma_conn_param* param), (id, param))
-MINUS_ONE(rdma_accept, (rdma_cm_id * id, rdma_conn_param* param), (id, param))
+// RDMA_INJECT_PRIVATE: the connect's or the accept's private data, lying.
+// Returns the param to pass on (a copy pointing at `bytes` when it lies).
+static rdma_conn_param* lying_param(rdma_conn_param* param, rdma_conn_param& copy, std::vector<unsigned char>& bytes) {
+  shim_state& s = state();
+  if (param == nullptr || s.private_bytes.empty() || param->private_data == nullptr) return param;
+  const auto* data = static_cast<const unsigned char*>(param->private_data);
+  bytes.assign(data, data + param->private_data_len);
+  if (bytes.size() < s.private_offset + s.private_bytes.size()) bytes.resize(s.private_offset + s.private_bytes.size());
+  std::copy(s.private_bytes.begin(), s.private_bytes.end(), bytes.begin() + static_cast<std::ptrdiff_t>(s.private_offset));
+  copy = *param;
+  copy.private_data = bytes.data();
+  copy.private_data_len = static_cast<std::uint8_t>(bytes.size());
+  if (s.log != nullptr) std::fprintf(s.log, "private %zu %zu bytes\n", s.private_offset, s.private_bytes.size());
+  return &copy;
+}
+
+int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
+  REAL(rdma_connect);
+  if (reached("rdma_connect", SITE())) {
+    errno = fail_errno();
+    return -1;
+  }
+  rdma_conn_param copy{};
+  std::vector<unsigned char> bytes;
+  return real_rdma_connect(id, lying_param(param, copy, bytes));
+}
+
+int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
+  REAL(rdma_accept);
+  if (reached("rdma_accept", SITE())) {
+    errno = fail_errno();
+    return -1;
+  }
+  rdma_conn_param copy{};
+  std::vector<unsigned char> bytes;
+  return real_rdma_accept(id, lying_param(param, copy, bytes));
+}
 MINUS_ONE(rdma_reject, (rdma_cm_id * id, const void* data, std::uint8_t length), (id, data, length))
 MINUS_ONE(rdma_disconnect, (rdma_cm_id * id), (id))
 MINUS_ONE(rdma_set_option, (rdma_cm_id * id, int level, int name, void* value, std::size_t length),

@@ -35,6 +35,17 @@ client adds to stream until it is stopped.
                it reads the slot: exit 1, or (several clients) drop that
                client; ended within BOUND, rdma resource show as before.
 
+  lying peer   (--hostile-peer, each) a peer that connects as it should
+               and then lies. 'run=HEX|REGEX': a fake client sends a valid
+               endpoint, then the bytes HEX (stage 08's run: rounds, burst,
+               size, solicited_every); the server must refuse them before it
+               sizes anything by them. 'accept=OFFSET:HEX|REGEX': the real
+               server with the injection shim in front accepts with those
+               bytes written into its private data (RDMA_INJECT_PRIVATE:
+               stage 09's grant); the client must refuse the grant before it
+               allocates for it. Either: exit 1 with a line matching REGEX,
+               within BOUND, nothing left open, rdma resource show as before.
+
 With --shim, the judged role also runs with the injection shim in front,
 failing nothing: a role that ended on its own must have released every verbs
 and rdma_cm object it made and closed every descriptor it opened (the
@@ -357,6 +368,56 @@ class Faults:
         self.conclude(f"{self.name}: a client whose first record leaves with {spec.split('@')[0]} should be refused "
                       "before the server reads it", problems, detail, before, [server, client])
 
+    # --- a peer that connects, then lies --------------------------------------
+    def lying_peer(self, spec, expected, valid):
+        kind, _, value = spec.partition("=")
+        before = rdma_resources()
+        tag = "lying_" + re.sub(r"\W", "_", spec)
+        if kind == "run":
+            server, problems = self.start_server(self.opts.program, tag)
+            started = time.monotonic()
+            try:
+                if not problems and valid is None:
+                    problems.append("no valid endpoint to send first (the fake server never got the client's)")
+                if not problems:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=10 * TIME_SCALE) as conn:
+                        started = time.monotonic()
+                        conn.sendall(valid + bytes.fromhex(value))
+                        server.wait(BOUND * TIME_SCALE)
+            except OSError as e:
+                problems.append(f"the fake client: {e}")
+            self.refused(f"{self.name}: a client asking for the run {value} should be refused by the server",
+                         server, expected, problems, started, before, in_log=self.several)
+            return
+        if kind != "accept":
+            self.verdict(f"{self.name}: --hostile-peer {spec}", [f"unknown kind '{kind}' (run= or accept=)"], "")
+            return
+        log = os.path.join(self.workdir, tag + ".log")
+        self.port += 1
+        server = self.role([self.opts.peer_program] + self.args(self.opts.server), tag + "_server",
+                           shim_env(self.opts.shim, log, RDMA_INJECT_PRIVATE=value))
+        problems = [] if wait_until(lambda: re.search(r"waiting for|listening", server.output()[0]) is not None,
+                                    20 * TIME_SCALE) else ["the server never said it was listening"]
+        client, detail = None, ""
+        try:
+            if not problems:
+                started = time.monotonic()
+                client = self.role([self.opts.program] + self.args(self.opts.client), tag + "_client")
+                code = client.wait(BOUND * TIME_SCALE)
+                took = time.monotonic() - started
+                out, err = client.output()
+                problems += self.judge_exit(code, err)
+                if not re.search(expected, err):
+                    problems.append(f"no line matches /{expected}/")
+                lied = open(log).read() if os.path.exists(log) else ""
+                if "private " not in lied:
+                    problems.append("the server never accepted with the lie (no 'private' line in its log)")
+                detail = f"exit {code} after {took:.1f} s | " + " / ".join(error_lines(self.name, err)[:1])[:300]
+        except OSError as e:
+            problems.append(f"the harness: {e}")
+        self.conclude(f"{self.name}: a server whose accept carries {value} should be refused by the client", problems,
+                      detail, before, [client, server])
+
     def refused(self, what, role, expected, problems, started, before, in_log=False):
         """A hostile handshake's end: exit 1, the refusal named (on stderr, or in the log too when
         in_log), no QP past INIT (the handshake comes first)."""
@@ -382,12 +443,16 @@ class Faults:
             self.unreachable(SILENT_ON_SUBNET, "on dummy1's subnet, nobody answers ARP")
         else:
             print(f"note: no 203.0.113.1/24 here (scripts/rxe_vm.sh's dummy1): {SILENT_ON_SUBNET} not tried")
+        valid = None
         if self.opts.tcp_handshake:
             valid = self.hostile_server()
             if valid is None:
                 self.verdict(f"{self.name}: the client's endpoint", ["never arrived at the fake server"], "")
             else:
                 self.hostile_client(valid)
+        for case in self.opts.hostile_peer:
+            spec, expected = case.split("|", 1)
+            self.lying_peer(spec, expected, valid)
         for case in self.opts.hostile:
             spec, expected = case.split("|", 1)
             self.hostile(spec, expected)
@@ -407,6 +472,8 @@ def main():
     p.add_argument("--hostile", action="append", default=[],
                    help="'SPEC|REGEX': the client's first record turned hostile by RDMA_INJECT_WR=SPEC; the server "
                         "must refuse it with a line matching REGEX")
+    p.add_argument("--hostile-peer", action="append", default=[],
+                   help="'run=HEX|REGEX' or 'accept=OFFSET:HEX|REGEX': a peer that connects, then lies (see above)")
     opts = p.parse_args()
     if not has_device():
         print("SKIP: no RDMA device (/sys/class/infiniband is empty); run inside scripts/rxe_vm.sh")

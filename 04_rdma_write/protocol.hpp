@@ -5,11 +5,11 @@
 //                                              (REMOTE_WRITE), listens on
 //                                              --bind ADDR, -p PORT
 //   TCP connect ------------------------------>
-//   endpoint: QPN, PSN, GID (48 bytes) ------->  checks every field, walks its
+//   endpoint: QPN, PSN, GID, MTU (52 bytes) -->  checks every field, walks its
 //                                              QP to RTS, posts a Recv for
 //                                              the notice (--notify send)
 //   <------------------ endpoint: QPN, PSN, GID, the landing region's
-//                       addr, rkey and length (48 bytes)
+//                       addr, rkey and length (52 bytes)
 //   walks its QP to RTS; checks that --size
 //   fits the region
 //   RDMA Write: payload -> region[0, size) ===>  (nothing: no completion, no

@@ -4,7 +4,7 @@
 //                                                registers the landing region,
 //                                                --slots slots of --size bytes
 //                                                (REMOTE_WRITE), listens
-//   TCP connect, endpoint (48 bytes) ---------->  checks it, QP to RTS, posts
+//   TCP connect, endpoint (52 bytes) ---------->  checks it, QP to RTS, posts
 //                                                --rx-depth Recvs
 //   <---------------- endpoint + the region: addr, rkey, slots x size
 //   the self-test: two Writes with Immediate

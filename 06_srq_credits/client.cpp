@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -34,20 +35,20 @@ struct stream {
   ibv_qp* qp;
   const rdma::tcp::socket& server;
   const rdma::wire::endpoint& peer;
-  const std::uint64_t* credit_word;  // written by the server's device
+  std::uint64_t* credit_word;  // written by the server's device
   credit_window credits;
   std::uint32_t signal_every;
   std::uint64_t posted = 0;      // WRs in the send queue, signaled or not
   std::uint64_t completed = 0;   // WRs known complete
 
   // The credit word changes under us (the server's device writes it), so
-  // it is read with an atomic load: the compiler must read memory each
-  // time. The word is page-aligned (registered_buffer), so the load is one
+  // it is read with an atomic acquire load, stage 04's std::atomic_ref:
+  // the compiler must read memory each time. The word is page-aligned (registered_buffer), so the load is one
   // aligned 8-byte access; that the device's store is one too is what
   // Soft-RoCE's memcpy and a NIC's cache-line writes do in practice, not
   // what the verbs promise (docs/06-srq-credits.md, "Credits"). A count
   // beyond what we sent is refused (credit_window::on_credit).
-  void read_credits() { credits.on_credit(be64toh(__atomic_load_n(credit_word, __ATOMIC_ACQUIRE))); }
+  void read_credits() { credits.on_credit(be64toh(std::atomic_ref<std::uint64_t>(*credit_word).load(std::memory_order_acquire))); }
 
   void reap() {
     std::array<ibv_wc, 16> wcs{};
@@ -172,7 +173,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
   std::fflush(stdout);
 
   source.emplace(dev.pd.get(), std::size_t{window} * opts.size, 0, "records");
-  stream s{opts, dev, qp.get(), server, peer, reinterpret_cast<const std::uint64_t*>(credit.data()),
+  stream s{opts, dev, qp.get(), server, peer, reinterpret_cast<std::uint64_t*>(credit.data()),
            credit_window(window), std::max(1u, std::min(window, 64u) / 2)};
   const auto start = clock::now();
   s.post_all(opts.records, *source);

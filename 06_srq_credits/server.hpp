@@ -109,7 +109,7 @@ class server {
   std::uint64_t stray_ = 0;  // completions of QPs already gone
   std::uint64_t cq_empties_ = 0;  // polls that found the CQ empty: a leaving QP's last WQE is counted after one
   // How long a leaving QP waits for IBV_EVENT_QP_LAST_WQE_REACHED (clients.cpp).
-  std::chrono::milliseconds last_wqe_wait_ = rdma::last_wqe_wait(dev_.attr, std::chrono::milliseconds(opts_.peer.wait_ms));
+  std::chrono::milliseconds last_wqe_wait_ = rdma::last_wqe_wait(dev_.limits.attr(), std::chrono::milliseconds(opts_.peer.wait_ms));
   steady::time_point first_record_{};  // the aggregate rate's span: first record to last END
   steady::time_point last_end_{};
   // --progress-ms: records per client number, kept after the client leaves.

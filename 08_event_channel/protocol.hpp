@@ -2,11 +2,11 @@
 //
 //   client (event_channel -s ADDR)                server (event_channel)
 //                                                 listens
-//   TCP connect, endpoint (48 bytes) ----------->
+//   TCP connect, endpoint (52 bytes) ----------->
 //   the run (16 bytes): rounds, burst, size,
 //     solicited_every, each a big-endian u32 --->  checks it, QP to RTS, posts
 //                                                 2 x burst Recvs of size bytes
-//   <------------------------------------ endpoint (48 bytes)
+//   <------------------------------------ endpoint (52 bytes)
 //   QP to RTS, posts 2 x burst Recvs
 //   round 0 (the warm-up), then rounds 1..N:
 //     burst Sends of size bytes =============>   waits for the whole burst,

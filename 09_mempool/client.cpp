@@ -7,6 +7,7 @@
 #include <endian.h>
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -56,7 +57,7 @@ struct stream {
   ibv_cq* cq;
   ibv_qp* qp;
   const grant_msg& g;
-  const std::uint64_t* credit_word;  // written by the server's device
+  std::uint64_t* credit_word;  // written by the server's device
   const rdma::registered_buffer& source;
   std::uint64_t sent = 0;       // writes posted: records, then END
   std::uint64_t completed = 0;  // WRs known complete
@@ -64,14 +65,15 @@ struct stream {
   std::uint32_t signal_every = 1;
 
   // The word changes under us (the server's device writes it): an atomic
-  // load, so the compiler reads memory each time. The word is page-aligned
+  // acquire load (stage 04's std::atomic_ref), so the compiler reads memory
+  // each time. The word is page-aligned
   // (registered_buffer), so the load is one aligned 8-byte access; that the
   // device stores it at once too is what devices do in practice, not what
   // the verbs promise (docs/06-srq-credits.md, "Credits"). An edge only
   // grows; one beyond what the grant allows (a torn read could make one)
   // is refused.
   void read_edge() {
-    const std::uint64_t now = be64toh(__atomic_load_n(credit_word, __ATOMIC_ACQUIRE));
+    const std::uint64_t now = be64toh(std::atomic_ref<std::uint64_t>(*credit_word).load(std::memory_order_acquire));
     if (now <= edge) return;
     if (now > sent + g.slots) {
       throw rdma::tutorial_error("the server's credit edge " + std::to_string(now) + " is beyond " +
@@ -307,7 +309,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
 
   // What we write from: one record per slot (twice the last one's room, for --hostile oversized).
   source.emplace(dev.pd.get(), (std::size_t{g.slots} + 1) * g.record_size, 0, "records");
-  stream s{opts, channel, dev.cq.get(), id->qp, g, reinterpret_cast<const std::uint64_t*>(credit.data()), *source};
+  stream s{opts, channel, dev.cq.get(), id->qp, g, reinterpret_cast<std::uint64_t*>(credit.data()), *source};
   s.signal_every = std::max(1u, std::min(g.slots, 64u) / 2);
   // The server opens the window once it is bound: until then the edge is 0.
   s.wait_until("the window to open", [&] { return s.edge > 0; });

@@ -35,10 +35,30 @@ void server::on_cm_event(const rdma::cm::cm_event& ev) {
     return;
   }
   client* c = by_id(ev.id);
-  if (c == nullptr) return;  // about an id already gone
+  if (c == nullptr) {
+    if (ev.id == listener_.get()) {
+      // The listener's own: its device gone ends the server (every client
+      // with it); anything else is said (stage 07's rule: no event is
+      // dropped without a word).
+      if (ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL) throw rdma::cm::explain(ev, "a client's connect request", "rdma_listen");
+      std::printf("listener: %s (status %d); listening on\n", rdma_event_str(ev.type), ev.status);
+    } else {
+      // About an id already gone: a client forgotten, or one turned away.
+      std::printf("%s about an id no client holds now: passed over\n", rdma_event_str(ev.type));
+    }
+    std::fflush(stdout);
+    return;
+  }
   switch (ev.type) {
     case RDMA_CM_EVENT_ESTABLISHED:
-      if (!c->leaving) bind_window(*c);
+      if (c->leaving) return;
+      // A bind the device refuses now costs this client only (its QP is
+      // gone, its window was not made for it...): it goes, the others stay.
+      try {
+        bind_window(*c);
+      } catch (const rdma::verbs_error& e) {
+        let_go(*c, parting::lost, e.what());
+      }
       return;
     case RDMA_CM_EVENT_DISCONNECTED:
       let_go(*c, c->finished ? parting::done : parting::lost,

@@ -101,7 +101,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
     }
   }
   if (out.chunk_size && *out.chunk_size % rdma::page_size != 0) {
-    throw rdma::usage_error("--chunk-size must be a multiple of 4096: chunks are page-aligned");
+    throw rdma::usage_error("--chunk-size must be a multiple of " + std::to_string(rdma::page_size) + ": chunks are page-aligned");
   }
   if (std::uint64_t{out.window} * out.record_size > out.chunk_bytes()) {
     throw rdma::usage_error("--window x --record-size (" + std::to_string(std::uint64_t{out.window} * out.record_size) +

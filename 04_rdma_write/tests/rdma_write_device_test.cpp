@@ -166,7 +166,7 @@ TEST_CASE("a write larger than the server's region should be refused by the clie
   CHECK(has_line(r.client.err, "^  likely fix: write at most 104 bytes"));
   CHECK(r.server.exit_code == 1);
   CHECK(has_line(r.server.err, "^rdma_write: (the client closed the connection while we waited for its notice|"
-                               "127.0.0.1:\\d+ closed the connection after 0 of 48 bytes)"));
+                               "127.0.0.1:\\d+ closed the connection after 0 of 52 bytes)"));
   // Well before --accept-ms (30 s): the close ended the server's wait.
   CHECK(std::chrono::steady_clock::now() - start < rdma::testing::scaled(20s));
 }
@@ -212,13 +212,13 @@ TEST_CASE("garbage, a truncated handshake and another version should each be ref
   std::vector<hostile> cases;
   const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n0123456789abcdefghij";
   cases.push_back({"garbage", {reinterpret_cast<const std::byte*>(junk.data()),
-                               reinterpret_cast<const std::byte*>(junk.data()) + 48},
+                               reinterpret_cast<const std::byte*>(junk.data()) + 52},
                    R"(^rdma_write: handshake: bad magic 0x47455420 \(expected 0x52444d54, "RDMT"\)$)"});
   cases.push_back({"truncated", {valid.begin(), valid.begin() + 20},
-                   R"(^rdma_write: 127\.0\.0\.1:\d+ closed the connection after 12 of 40 bytes of the peer's endpoint$)"});
-  auto v2 = std::vector<std::byte>(valid.begin(), valid.end());
-  v2[5] = std::byte{2};
-  cases.push_back({"version 2", v2, R"(^rdma_write: handshake: protocol version 2, this program speaks version 1$)"});
+                   R"(^rdma_write: 127\.0\.0\.1:\d+ closed the connection after 12 of 44 bytes of the peer's endpoint$)"});
+  auto v1 = std::vector<std::byte>(valid.begin(), valid.end());
+  v1[5] = std::byte{1};
+  cases.push_back({"version 1", v1, R"(^rdma_write: handshake: protocol version 1, this program speaks version 2$)"});
   auto qpn = std::vector<std::byte>(valid.begin(), valid.end());
   qpn[8] = std::byte{0xff};
   cases.push_back({"a 32-bit QPN", qpn, R"(^rdma_write: handshake: qp_num 0xff000099 is not an RC QPN)"});

@@ -1,5 +1,6 @@
 #include "rdma_tutorial/peer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <random>
@@ -10,13 +11,19 @@
 
 namespace rdma {
 
-rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access) {
+rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access, std::string_view cq_option) {
   rdma_device dev;
   dev.ctx = open_device(opts.device);
-  dev.gid = choose_gid(dev.ctx.get(), opts.port, opts.gid_index);
-  check_rc(ibv_query_device(dev.ctx.get(), &dev.attr), "ibv_query_device");
   check_rc(ibv_query_port(dev.ctx.get(), opts.port, &dev.port_attr), "ibv_query_port");
   const ibv_port_attr& port_attr = dev.port_attr;
+  if (port_attr.link_layer != IBV_LINK_LAYER_ETHERNET) {
+    throw tutorial_error(std::string(ibv_get_device_name(dev.ctx->device)) + " port " + std::to_string(opts.port) +
+                             " is not Ethernet (link layer " + std::to_string(port_attr.link_layer) +
+                             ", InfiniBand): this stage reaches its peer by GID over RoCE and carries no LID",
+                         "use a RoCE port (-d, -i), or stage 07's rdma_cm, which finds the path on InfiniBand too");
+  }
+  dev.gid = choose_gid(dev.ctx.get(), opts.port, opts.gid_index);
+  dev.limits = device_limits(dev.ctx.get());
   if (dev.gid.index > 255) {  // the address vector's sgid_index is 8 bits wide
     throw tutorial_error("GID index " + std::to_string(dev.gid.index) + " does not fit sgid_index (0-255)",
                          "pick an entry below 256 with -g; 01_devices/devices lists them");
@@ -27,6 +34,7 @@ rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigne
   dev.params.qp_access_flags = qp_access;
   dev.pd.reset(check_ptr(ibv_alloc_pd(dev.ctx.get()), "ibv_alloc_pd"));
   if (cq_entries > 0) {  // 0: the stage makes its own (stage 08, bound to a completion channel)
+    dev.limits.cq_entries(static_cast<std::uint64_t>(cq_entries), cq_option);
     dev.cq.reset(check_ptr(ibv_create_cq(dev.ctx.get(), cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
   }
   return dev;
@@ -38,17 +46,26 @@ std::string describe(const rdma_device& dev) {
          "), path_mtu " + std::to_string(mtu_bytes(dev.params.path_mtu));
 }
 
+ibv_mtu agree_path_mtu(ibv_mtu ours, std::uint32_t peer_bytes) { return std::min(ours, mtu_enum(peer_bytes)); }
+
 wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp) {
   std::random_device random;
   wire::endpoint e;
   e.qp_num = qp->qp_num;
   e.psn = random() & 0xffffff;
   e.gid = dev.gid.gid;
+  e.mtu = static_cast<std::uint32_t>(mtu_bytes(dev.params.path_mtu));
   return e;
 }
 
 void connect_to_peer(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer, const qp_params& params) {
-  connect_qp_rts(qp, "our QP", ours.psn, peer_info{peer.qp_num, peer.psn, peer.gid}, params);
+  // The path MTU both ends agree on: the smaller port's. Each side's own
+  // active_mtu says only what its port takes; a packet longer than the
+  // other port's (or than a switch's between them) is dropped, and RC
+  // then resends it until retry_cnt runs out.
+  qp_params agreed = params;
+  agreed.path_mtu = agree_path_mtu(params.path_mtu, std::min(ours.mtu, peer.mtu));
+  connect_qp_rts(qp, "our QP", ours.psn, peer_info{peer.qp_num, peer.psn, peer.gid}, agreed);
 }
 
 peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms) {

@@ -13,6 +13,14 @@ int mtu_bytes(ibv_mtu mtu) {
   return 0;
 }
 
+ibv_mtu mtu_enum(std::uint32_t bytes) {
+  if (bytes >= 4096) return IBV_MTU_4096;
+  if (bytes >= 2048) return IBV_MTU_2048;
+  if (bytes >= 1024) return IBV_MTU_1024;
+  if (bytes >= 512) return IBV_MTU_512;
+  return IBV_MTU_256;
+}
+
 std::string port_state_name(ibv_port_state state) {
   switch (state) {
     case IBV_PORT_NOP: return "PORT_NOP";

@@ -64,6 +64,7 @@ std::array<std::byte, endpoint_size> encode_endpoint(const endpoint& e) {
   store_be64(&out[32], e.addr);
   store_be32(&out[40], e.rkey);
   store_be32(&out[44], e.length);
+  store_be32(&out[48], e.mtu);
   return out;
 }
 
@@ -80,7 +81,8 @@ void check_header(std::span<const std::byte> header) {
                          "run the same version of the program on both sides");
   }
   if (const std::uint16_t size = load_be16(&header[6]); size != endpoint_size) {
-    reject("message size " + std::to_string(size) + ", version 1 messages are " + std::to_string(endpoint_size));
+    reject("message size " + std::to_string(size) + ", version " + std::to_string(version) + " messages are " +
+           std::to_string(endpoint_size));
   }
 }
 
@@ -96,11 +98,15 @@ endpoint decode_endpoint(std::span<const std::byte> bytes) {
   e.addr = load_be64(&bytes[32]);
   e.rkey = load_be32(&bytes[40]);
   e.length = load_be32(&bytes[44]);
+  e.mtu = load_be32(&bytes[48]);
   // QPNs and PSNs are 24-bit; QPN 0 and 1 are the special QPs (SMI, GSI).
   if (e.qp_num > 0xffffff || e.qp_num < 2) reject("qp_num " + hex(e.qp_num) + " is not an RC QPN (2 .. 0xffffff)");
   if (e.psn > 0xffffff) reject("psn " + hex(e.psn) + " does not fit 24 bits");
   if (e.gid.global.subnet_prefix == 0 && e.gid.global.interface_id == 0) reject("the GID is all zeros");
   if (e.length == 0 && (e.addr != 0 || e.rkey != 0)) reject("an rkey or address without a length");
+  if (e.mtu != 256 && e.mtu != 512 && e.mtu != 1024 && e.mtu != 2048 && e.mtu != 4096) {
+    reject("mtu " + std::to_string(e.mtu) + " is not a path MTU (256, 512, 1024, 2048 or 4096)");
+  }
   if (e.length != 0 && e.addr > UINT64_MAX - e.length) {
     reject("the region " + hex(e.addr) + " + " + std::to_string(e.length) + " wraps around the address space");
   }

@@ -71,6 +71,7 @@ sys.dont_write_bytecode = True  # the source tree is read-only in the guest
 from inject_walk import SANITIZER_EXITS, has_device, left_behind, rdma_ipv4, rdma_resources, shim_env  # noqa: E402
 
 BOUND = 30  # seconds from the fault to the judged role's exit
+ENDPOINT = 52  # bytes of common's handshake message (common/include/rdma_tutorial/wire.hpp)
 TIME_SCALE = float(os.environ.get("RDMA_TUTORIAL_TIME_SCALE", "1"))
 OFF_SUBNET = "198.51.100.7"
 SILENT_ON_SUBNET = "203.0.113.99"  # scripts/rxe_vm.sh's dummy1 is 203.0.113.1/24, ARP on
@@ -268,15 +269,15 @@ class Faults:
 
     # --- hostile handshakes (common's TCP endpoint exchange) --------------
     def hostile_messages(self, valid):
-        version2 = bytearray(valid)
-        version2[4:6] = struct.pack(">H", 2)
+        version1 = bytearray(valid)
+        version1[4:6] = struct.pack(">H", 1)  # the 48-byte handshake before the MTU joined it
         junk = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n0123456789abcdefghij0123"
         return [
             ("silent", None, r"sent 0 of \d+ bytes .* within"),
             ("garbage", junk[:len(valid)], r"handshake: bad magic 0x47455420"),
             # A peer that closes with our bytes unread sends a reset instead.
             ("truncated", valid[:20], r"(closed|reset) the connection after (12|0) of \d+ bytes"),
-            ("version 2", bytes(version2), r"handshake: protocol version 2, this program speaks version 1"),
+            ("version 1", bytes(version1), r"handshake: protocol version 1, this program speaks version 2"),
         ]
 
     def hostile_server(self):
@@ -285,7 +286,7 @@ class Faults:
         listener = socket.create_server(("0.0.0.0", self.port + 1000))
         listener.settimeout(20 * TIME_SCALE)
         try:
-            for case, message, expected in self.hostile_messages(bytes(48)):
+            for case, message, expected in self.hostile_messages(bytes(ENDPOINT)):
                 args = self.args(self.opts.client)
                 args[args.index("-p") + 1] = str(self.port + 1000)
                 before = rdma_resources()
@@ -297,12 +298,12 @@ class Faults:
                     with conn:
                         conn.settimeout(10 * TIME_SCALE)
                         got = b""
-                        while len(got) < 48:
-                            chunk = conn.recv(48 - len(got))
+                        while len(got) < ENDPOINT:
+                            chunk = conn.recv(ENDPOINT - len(got))
                             if not chunk:
                                 break
                             got += chunk
-                        valid = valid or (got if len(got) == 48 else None)
+                        valid = valid or (got if len(got) == ENDPOINT else None)
                         if message is not None and valid is not None:
                             message = [m for c, m, _ in self.hostile_messages(valid) if c == case][0]
                         if message is not None:

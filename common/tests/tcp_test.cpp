@@ -94,7 +94,7 @@ TEST_CASE("a peer that closes mid-message should be an error saying how much cam
   ::close(p.theirs);
   p.theirs = -1;
   CHECK(error_of([&] { tcp::receive_endpoint(p.ours, tcp::after_ms(2000)); }) ==
-        "peer closed the connection after 12 of 40 bytes of the peer's endpoint");
+        "peer closed the connection after 12 of 44 bytes of the peer's endpoint");
 }
 
 TEST_CASE("garbage should be refused as soon as its header is in, without waiting for the rest") {

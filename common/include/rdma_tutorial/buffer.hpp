@@ -4,6 +4,7 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -14,8 +15,9 @@
 
 namespace rdma {
 
-// The page of x86-64 Linux; registrations pin and translate whole pages.
-inline constexpr std::size_t page_size = 4096;
+// The system's page (sysconf(_SC_PAGESIZE): 4096 on x86-64, 4096 or 65536
+// on arm64 and ppc64le kernels); registrations pin and translate whole pages.
+inline const std::size_t page_size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 
 // Page-aligned memory from posix_memalign, zero-filled (so every page exists
 // before ibv_reg_mr pins it, and no byte is ever read uninitialised),

@@ -14,6 +14,7 @@
 
 #include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/handles.hpp"
+#include "rdma_tutorial/limits.hpp"
 #include "rdma_tutorial/options.hpp"
 #include "rdma_tutorial/qp.hpp"
 #include "rdma_tutorial/tcp.hpp"
@@ -26,7 +27,7 @@ namespace rdma {
 // one Ethernet MTU), a PD and one CQ. Members in teardown order.
 struct rdma_device {
   context_ptr ctx;
-  ibv_device_attr attr{};    // its limits (ibv_query_device): what a stage may ask for
+  device_limits limits;      // its limits (ibv_query_device): what a stage may ask for
   ibv_port_attr port_attr{}; // the port's (ibv_query_port): state, MTU, link layer
   gid_entry gid;
   qp_params params;
@@ -36,19 +37,29 @@ struct rdma_device {
 
 // `qp_access`: what the peer may do to our memory (qp_access_flags), e.g.
 // IBV_ACCESS_REMOTE_WRITE; 0 for nothing. `cq_entries` 0: no CQ (dev.cq
-// stays empty; stage 08 creates its own, bound to a completion channel).
-rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access);
+// stays empty; stage 08 creates its own, bound to a completion channel);
+// checked against the device's max_cqe first, `cq_option` naming the
+// option that sized it (limits.hpp). A port whose link layer is not
+// Ethernet (InfiniBand) is refused: these stages reach the peer by its GID
+// over RoCE, and the handshake carries no LID.
+rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access,
+                             std::string_view cq_option = {});
 
 // "rxe0 port 1, GID [1] ::ffff:192.0.2.1 (RoCE v2), path_mtu 1024"
 std::string describe(const rdma_device& dev);
 
 // Our half of the handshake: the QP's number, a fresh random first PSN (so
 // packets of an earlier connection on a reused QPN cannot pass for this
-// one's), our GID. The caller adds the memory it exposes, if any.
+// one's), our GID, our port's path MTU. The caller adds the memory it exposes, if any.
 wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp);
 
+// The path MTU both ends can use: the smaller of ours and the peer's (its
+// endpoint's mtu, in bytes).
+ibv_mtu agree_path_mtu(ibv_mtu ours, std::uint32_t peer_bytes);
+
 // RESET -> INIT -> RTR -> RTS toward `peer` (stage 03's connect_qp_rts),
-// with the device's params or a stage's variation of them.
+// with the device's params or a stage's variation of them, at the path MTU
+// agree_path_mtu gives.
 void connect_to_peer(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer, const qp_params& params);
 
 // The TCP meeting. The server takes the first client within accept_ms and

@@ -10,6 +10,9 @@ namespace rdma {
 
 // IBV_MTU_256 .. IBV_MTU_4096 -> 256 .. 4096; 0 for anything else.
 int mtu_bytes(ibv_mtu mtu);
+// 256 .. 4096 -> IBV_MTU_256 .. IBV_MTU_4096; the largest path MTU not above
+// `bytes` (IBV_MTU_256 below 512).
+ibv_mtu mtu_enum(std::uint32_t bytes);
 
 // Logical port state with the verbs enum's name: "PORT_ACTIVE", "PORT_DOWN"...
 // (ibv_port_state_str gives lower-case prose instead: "active").

@@ -10,14 +10,17 @@
 //
 //   offset  size  field
 //        0     4  magic      0x52444d54 ("RDMT"): this tutorial's handshake
-//        4     2  version    1
-//        6     2  size       48, the whole message
+//        4     2  version    2
+//        6     2  size       52, the whole message
 //        8     4  qp_num     24 bits used; the upper 8 must be 0
 //       12     4  psn        the first PSN the sender sends; 24 bits
 //       16    16  gid        as in the GID table (already network order)
 //       32     8  addr       the exposed region's address, 0 if none
 //       40     4  rkey       its rkey, 0 if none
 //       44     4  length     its length in bytes, 0 if none
+//       48     4  mtu        the largest path MTU the sender's port takes
+//                            (its active_mtu, in bytes: 256 ... 4096); both
+//                            sides use the smaller of the two
 //
 // decode_endpoint checks every field before any of it is used: a truncated,
 // garbled or foreign message, or another version of it, is an error that
@@ -35,8 +38,8 @@
 namespace rdma::wire {
 
 inline constexpr std::uint32_t magic = 0x52444d54;  // "RDMT"
-inline constexpr std::uint16_t version = 1;
-inline constexpr std::size_t endpoint_size = 48;
+inline constexpr std::uint16_t version = 2;
+inline constexpr std::size_t endpoint_size = 52;
 inline constexpr std::size_t header_size = 8;  // magic, version, size
 
 struct endpoint {
@@ -46,6 +49,7 @@ struct endpoint {
   std::uint64_t addr = 0;    // exposed memory: all three 0 when there is none
   std::uint32_t rkey = 0;
   std::uint32_t length = 0;
+  std::uint32_t mtu = 1024;  // bytes: 256, 512, 1024, 2048 or 4096
 };
 
 std::array<std::byte, endpoint_size> encode_endpoint(const endpoint& e);

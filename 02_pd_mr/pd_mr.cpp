@@ -23,6 +23,7 @@
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/limits.hpp"
 #include "stage.hpp"
 
 namespace {
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
 
     rdma::context_ptr ctx = rdma::open_device(opts.device);  // stage 01
     std::printf("\ndevice %s\n", ibv_get_device_name(ctx->device));
+    // What this program will ask of the device, against what it takes
+    // (ibv_query_device; 01_devices lists the limits): refused here in one
+    // line, not by the create call that would fail.
+    const rdma::device_limits limits(ctx.get());
+    limits.registration(size, "bytes per demo buffer", "--size");
+    limits.queue_depth(4, "send WRs on the loopback QP");  // loopback.cpp
+    limits.cq_entries(4);
 
     // 2. The protection domain: raw, then owned (ibv_dealloc_pd on every path).
     ibv_pd* raw_pd = rdma::check_ptr(ibv_alloc_pd(ctx.get()), "ibv_alloc_pd");

@@ -29,6 +29,7 @@
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/port.hpp"
 #include "rdma_tutorial/qp.hpp"
+#include "rdma_tutorial/limits.hpp"
 #include "stage.hpp"
 
 namespace {
@@ -78,7 +79,13 @@ int main(int argc, char** argv) {
     const rdma::registered_buffer buf(pd.get(), 4 * slot, IBV_ACCESS_LOCAL_WRITE, "messages");
 
     // The CQ: big enough for every completion that can be outstanding at once.
+    // It, and the queues below, are checked against what the device takes
+    // first (ibv_query_device; 01_devices lists the limits).
     constexpr int cq_entries = 64;
+    const rdma::device_limits limits(ctx.get());
+    limits.cq_entries(cq_entries);
+    limits.queue_depth(16, "WRs in each queue");
+    limits.qps(2);
     rdma::cq_ptr cq(rdma::check_ptr(ibv_create_cq(ctx.get(), cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
     std::printf("CQ: %d entries asked, %d granted\n", cq_entries, cq->cqe);
 

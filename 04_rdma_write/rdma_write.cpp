@@ -50,7 +50,11 @@ int main(int argc, char** argv) {
     // signaling keeps at most tx_depth / cq_mod + 1 completions due). Only
     // the server's QP accepts RDMA Writes; the client's accepts nothing.
     const unsigned qp_access = opts.peer.server.empty() ? IBV_ACCESS_REMOTE_WRITE : 0;
-    const rdma::rdma_device dev = rdma::open_rdma_device(opts.device, static_cast<int>(opts.tx_depth) + 2, qp_access);
+    const rdma::rdma_device dev =
+        rdma::open_rdma_device(opts.device, static_cast<int>(opts.tx_depth) + 2, qp_access, "--tx-depth");
+    // What the QP and the region will ask for, against what the device takes.
+    dev.limits.queue_depth(opts.tx_depth, "writes in flight", "--tx-depth");
+    dev.limits.registration(opts.size, "bytes in the region", "--size");
     std::printf("%s\n", rdma::describe(dev).c_str());
 
     return opts.peer.server.empty() ? stage04::run_server(opts, dev) : stage04::run_client(opts, dev);

@@ -51,7 +51,11 @@ int main(int argc, char** argv) {
     const unsigned qp_access = server || opts.latency ? IBV_ACCESS_REMOTE_WRITE : 0;
     // One CQ for both directions: Recv completions and the signaled sends.
     const int cq_entries = static_cast<int>(opts.rx_depth + opts.tx_depth) + 2;
-    rdma::rdma_device dev = rdma::open_rdma_device(opts.device, cq_entries, qp_access);
+    rdma::rdma_device dev = rdma::open_rdma_device(opts.device, cq_entries, qp_access, "--rx-depth and --tx-depth");
+    // What the QP and the slots will ask for, against what the device takes.
+    dev.limits.queue_depth(opts.tx_depth, "writes in flight", "--tx-depth");
+    dev.limits.queue_depth(opts.rx_depth, "Recvs kept posted", "--rx-depth");
+    dev.limits.registration(std::uint64_t{opts.slots} * opts.size, "bytes in the slots", "--slots and --size");
     // rnr_retry: how often our sends are retried when the peer answers
     // "receiver not ready" (no Recv posted). 3 fails fast in one pass; a
     // stream uses 7 (retry forever): without credits (stage 06) that NAK is

@@ -149,6 +149,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
   // that C++ destroys the QP first (stage 04's rule: no registration goes
   // while a QP that may still read it lives).
   std::optional<rdma::registered_buffer> source;
+  dev.limits.queue_depth(send_queue, "writes in flight");
   ibv_qp_cap cap{};
   cap.max_send_wr = send_queue;
   cap.max_recv_wr = 1;  // nothing is ever sent to us; a provider may refuse 0

@@ -223,6 +223,11 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   sizing.limit = opts.srq_limit.value_or(sizing.depth / 4);
   std::printf("%s\n", sizing.describe().c_str());
   if (opts.plan) return 0;
+  // What the server will ask of the device, against what it takes
+  // (ibv_query_device): one line naming the limit, not the create's EINVAL.
+  dev.limits.srq_depth(sizing.depth, opts.srq_depth ? "--srq-depth" : "--clients and --window");
+  dev.limits.qps(opts.clients, "--clients");
+  dev.limits.queue_depth(send_queue, "credit writes in flight to each client");
   server s(opts, dev, sizing);
   return s.run();
 }

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
       const std::uint32_t depth = opts.srq_depth.value_or(stage06::default_depth(opts.clients, opts.window, opts.repost_batch));
       cq_entries = depth + opts.clients * 32 + 2;  // every Recv, every client's credit writes
     }
-    rdma::rdma_device dev = rdma::open_rdma_device(opts.device, static_cast<int>(cq_entries), IBV_ACCESS_REMOTE_WRITE);
+    rdma::rdma_device dev = rdma::open_rdma_device(opts.device, static_cast<int>(cq_entries), IBV_ACCESS_REMOTE_WRITE,
+                                                   server ? "--clients and --window" : "");
     dev.params.rnr_retry = opts.rnr_retry;
     // The ACK timeout: 268 ms a try, up from 67 ms. Here many processes
     // share each host's CPUs with Soft-RoCE's own work, and across the

@@ -20,6 +20,7 @@
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/qp.hpp"
+#include "rdma_tutorial/limits.hpp"
 #include "stage.hpp"
 
 namespace stage07 {
@@ -29,6 +30,11 @@ on_device open_on(rdma_cm_id* id, int cq_entries) {
   // id->verbs is the device rdma_cm picked for the address: the one whose
   // interface holds it (server) or routes to it (client). Ours to use,
   // librdmacm's to close.
+  // What either side asks of it (a CQ, a QP of two send WRs at most),
+  // against what it takes (ibv_query_device).
+  const rdma::device_limits limits(id->verbs);
+  limits.cq_entries(static_cast<std::uint64_t>(cq_entries));
+  limits.queue_depth(2, "send WRs (the write and the notice, or the Read)");
   on_device dev;
   dev.pd.reset(rdma::check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
   dev.cq.reset(rdma::check_ptr(ibv_create_cq(id->verbs, cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));

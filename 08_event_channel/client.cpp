@@ -11,7 +11,7 @@ namespace stage08 {
 int run_client(const options& opts, const rdma::rdma_device& dev, notified_cq& events) {
   const run_params& run = opts.run;
   const message_buffers buffers(dev.pd.get(), run);
-  const rdma::qp_ptr qp = create_qp(dev, events, run);
+  const rdma::qp_ptr qp = create_qp(dev, events, run, true);
   const rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
 
   // Stage 04's handshake (common/src/peer.cpp's connect_peer), with the run

@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
     // sides slowed down, 67 ms ran out (common/include/rdma_tutorial/qp.hpp).
     dev.params.timeout = rdma::wire_ack_timeout;
     std::printf("%s\n", rdma::describe(dev).c_str());
+    dev.limits.cq_entries(stage08::cq_entries);
     teardown_deadline teardown;  // declared before the CQ: it outlives the CQ's destruction
     stage08::notified_cq events(dev.ctx.get(), stage08::cq_entries);
     std::printf("completion channel created (its fd non-blocking), a CQ of %d entries bound to it\n",

@@ -231,7 +231,13 @@ void message_buffers::post_receives(ibv_qp* qp) const {
   for (std::uint32_t slot = 0; slot < slots(); ++slot) post_receive(qp, slot);
 }
 
-rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const notified_cq& events, const run_params& run) {
+rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const notified_cq& events, const run_params& run, bool client) {
+  // The queues the run needs, against what the device takes: too many for
+  // the client's own --burst is a usage error; the server, which only
+  // follows the client's, cannot serve that run (exit 1).
+  const char* burst = client ? "--burst" : "";
+  dev.limits.queue_depth(send_queue_depth(run), client ? "Sends in the send queue" : "Sends in the send queue for the client's burst", burst);
+  dev.limits.queue_depth(2 * run.burst, client ? "Recvs posted" : "Recvs posted for the client's burst", burst);
   ibv_qp_cap cap{};
   cap.max_send_wr = send_queue_depth(run);
   cap.max_recv_wr = 2 * run.burst;

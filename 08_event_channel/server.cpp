@@ -31,7 +31,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev, notified_cq& e
   }
 
   const message_buffers buffers(dev.pd.get(), run);
-  const rdma::qp_ptr qp = create_qp(dev, events, run);
+  const rdma::qp_ptr qp = create_qp(dev, events, run, false);
   const rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
   connect_and_say(qp.get(), ours, peer, dev.params);
   // Before the client has our endpoint, so before it can send.

@@ -19,6 +19,7 @@
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
 #include "rdma_tutorial/latency_report.hpp"
+#include "rdma_tutorial/limits.hpp"
 #include "rdma_tutorial/nap_wait.hpp"
 #include "rdma_tutorial/record.hpp"
 #include "rdma_tutorial/send_window.hpp"
@@ -266,6 +267,10 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   const std::optional<std::uint8_t> ack_timeout = rdma::wire_ack_timeout;
   rdma::cm_id_ptr id = rdma::cm::resolve(channel, server, to, opts.resolve_ms, ack_timeout);
 
+  // What we will ask of the device rdma_cm chose, against what it takes.
+  const rdma::device_limits limits(id->verbs);
+  limits.queue_depth(send_queue, "writes in flight");
+  limits.cq_entries(send_queue + 2);
   on_device dev;
   dev.pd.reset(rdma::check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
   dev.cq.reset(rdma::check_ptr(ibv_create_cq(id->verbs, static_cast<int>(send_queue) + 2, nullptr, nullptr, 0), "ibv_create_cq"));

@@ -39,6 +39,23 @@ ibv_context* listening_device(rdma_cm_id* listener) {
   return first;
 }
 
+// What the server will ask of the listener's device, against what it takes
+// (ibv_query_device): refused here in one line naming the limit and the
+// option, not by the create call that would fail.
+rdma::device_limits checked_limits(ibv_context* ctx, const options& opts, std::uint32_t srq_depth, std::uint32_t cq_entries) {
+  rdma::device_limits limits(ctx);
+  const char* pool = opts.pool_chunks ? "--pool-chunks" : "--clients";
+  limits.srq_depth(srq_depth, std::string(pool) + " and --window");
+  limits.cq_entries(cq_entries, std::string(pool) + " and --window");
+  limits.qps(opts.chunk_count(), pool);
+  limits.memory_windows(opts.chunk_count(), pool);  // one per client served at once
+  limits.queue_depth(send_queue, "credit writes, the bind and the marker in each client's send queue");
+  limits.registration(opts.chunk_bytes(), "bytes per chunk", opts.chunk_size ? "--chunk-size" : "--window and --record-size");
+  return limits;
+}
+
+std::uint32_t cq_size(const options& opts, std::uint32_t srq_depth) { return srq_depth + opts.chunk_count() * send_queue + 16; }
+
 rdma::cm_id_ptr listen_on(rdma_event_channel* channel, const rdma::peer_options& peer) {
   rdma_cm_id* raw = nullptr;
   rdma::check_errno(rdma_create_id(channel, &raw, nullptr, RDMA_PS_TCP), "rdma_create_id");
@@ -62,6 +79,7 @@ server::server(const options& opts, rdma_event_channel* channel)
       srq_depth_(2 * (opts.chunk_count() * opts.window + repost_batch)),
       srq_limit_(srq_depth_ / 4),
       credit_batch_(opts.credit_batch.value_or(std::max(1u, opts.window / 2))),
+      limits_(checked_limits(ctx_, opts, srq_depth_, cq_size(opts, srq_depth_))),
       pd_(rdma::check_ptr(ibv_alloc_pd(ctx_), "ibv_alloc_pd")),
       // Registered at start-up for every client there will ever be, one
       // region per chunk (pool.hpp: on Soft-RoCE a window reaches as far as
@@ -71,15 +89,13 @@ server::server(const options& opts, rdma_event_channel* channel)
       pool_(pd_.get(), opts.chunk_bytes(), opts.chunk_count(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
             registration::per_chunk),
       comp_channel_(rdma::check_ptr(ibv_create_comp_channel(ctx_), "ibv_create_comp_channel")),
-      cq_(rdma::check_ptr(ibv_create_cq(ctx_, static_cast<int>(srq_depth_ + opts.chunk_count() * send_queue + 16), nullptr,
+      cq_(rdma::check_ptr(ibv_create_cq(ctx_, static_cast<int>(cq_size(opts, srq_depth_)), nullptr,
                                         comp_channel_.get(), 0),
                           "ibv_create_cq")),
       srq_(rdma::create_srq(pd_.get(), srq_depth_)),
       async_(ctx_),
       join_deadline_(steady::now() + std::chrono::milliseconds(opts.peer.accept_ms)) {
-  ibv_device_attr attr{};
-  rdma::check_rc(ibv_query_device(ctx_, &attr), "ibv_query_device");
-  last_wqe_wait_ = rdma::last_wqe_wait(attr, std::chrono::milliseconds(opts.peer.wait_ms));
+  last_wqe_wait_ = rdma::last_wqe_wait(limits_.attr(), std::chrono::milliseconds(opts.peer.wait_ms));
   // Non-blocking: ibv_get_cq_event then fails with EAGAIN instead of
   // blocking, and the channel's fd sleeps in one poll() with the CM's.
   const int flags = rdma::check_errno(fcntl(comp_channel_->fd, F_GETFL), "fcntl(the channel's fd, F_GETFL)");

@@ -14,6 +14,7 @@
 
 #include "rdma_tutorial/cm_events.hpp"
 #include "rdma_tutorial/handles.hpp"
+#include "rdma_tutorial/limits.hpp"
 #include "rdma_tutorial/srq.hpp"
 #include "stage.hpp"
 
@@ -108,6 +109,9 @@ class server {
   std::uint32_t srq_depth_ = 0;
   std::uint32_t srq_limit_ = 0;
   std::uint32_t credit_batch_ = 0;
+  // The device's limits, each request below checked against them before it
+  // is made (server.cpp, checked_limits).
+  rdma::device_limits limits_;
   // Members in teardown order, the reverse of this list: the clients' QPs
   // go first, then the SRQ, the CQ, the channel, the pool's registration,
   // the PD.

@@ -35,6 +35,12 @@
 //                             BYTES in its first scatter/gather entry
 //                             instead; the program's own WR is left as it
 //                             was. Logged as "hostile WHAT OLD NEW"
+//   RDMA_INJECT_ATTR=device.FIELD=N,port.FIELD=N,...  a smaller device:
+//                             what ibv_query_device and ibv_query_port tell
+//                             the program (not librdmacm) has these fields
+//                             replaced (device: max_qp, max_qp_wr, max_sge,
+//                             max_cqe, max_mr_size, max_srq, max_srq_wr,
+//                             max_mw; port: link_layer, active_mtu)
 //   RDMA_INJECT_PRIVATE=OFFSET:HEX  a lying peer over rdma_cm: the private
 //                             data of the program's rdma_accept (or
 //                             rdma_connect) leaves with the bytes HEX written
@@ -115,6 +121,9 @@ struct shim_state {
   ibv_context_ops real_ops{};  // the provider's, saved from the first context
   bool have_ops = false;
   std::set<int> library_fds;  // the descriptors of contexts librdmacm opened for itself
+  std::map<std::string, std::uint64_t> device_attr;  // RDMA_INJECT_ATTR's device.* fields
+  std::map<std::string, std::uint64_t> port_attr;    // and port.*
+  decltype(verbs_context::query_port) real_query_port = nullptr;
   std::size_t private_offset = 0;       // RDMA_INJECT_PRIVATE
   std::vector<unsigned char> private_bytes;
 
@@ -132,6 +141,23 @@ struct shim_state {
       }
     }
     if (const char* e = std::getenv("RDMA_INJECT_ERRNO"); e != nullptr) fail_errno = std::atoi(e);
+    if (const char* attrs = std::getenv("RDMA_INJECT_ATTR"); attrs != nullptr) {
+      std::string spec(attrs);
+      for (std::size_t start = 0; start < spec.size();) {
+        const std::size_t end = std::min(spec.find(',', start), spec.size());
+        const std::string item = spec.substr(start, end - start);
+        const auto dot = item.find('.');
+        const auto eq = item.find('=');
+        if (dot == std::string::npos || eq == std::string::npos || eq < dot ||
+            (item.compare(0, dot, "device") != 0 && item.compare(0, dot, "port") != 0)) {
+          std::fprintf(stderr, "rdma_inject: RDMA_INJECT_ATTR takes device.FIELD=N or port.FIELD=N, not '%s'\n", item.c_str());
+          std::abort();
+        }
+        auto& to = item.compare(0, dot, "device") == 0 ? device_attr : port_attr;
+        to[item.substr(dot + 1, eq - dot - 1)] = std::strtoull(item.c_str() + eq + 1, nullptr, 0);
+        start = end + 1;
+      }
+    }
     if (const char* pd = std::getenv("RDMA_INJECT_PRIVATE"); pd != nullptr) {
       const std::string spec(pd);
       const auto colon = spec.find(':');
@@ -338,6 +364,54 @@ int shim_dealloc_mw(ibv_mw* mw) {
   return rc;
 }
 
+// RDMA_INJECT_ATTR: a field the program is told, replaced. Unknown names abort.
+template <typename Field>
+void replace(Field& field, const std::map<std::string, std::uint64_t>& with, const char* name) {
+  if (const auto it = with.find(name); it != with.end()) field = static_cast<Field>(it->second);
+}
+
+void shrink_device(ibv_device_attr* attr) {
+  const auto& with = state().device_attr;
+  for (const auto& [name, value] : with) {
+    static const char* const known[] = {"max_qp", "max_qp_wr", "max_sge", "max_cqe", "max_mr_size", "max_srq",
+                                        "max_srq_wr", "max_mw"};
+    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return name == k; })) {
+      std::fprintf(stderr, "rdma_inject: RDMA_INJECT_ATTR: no device field '%s'\n", name.c_str());
+      std::abort();
+    }
+  }
+  replace(attr->max_qp, with, "max_qp");
+  replace(attr->max_qp_wr, with, "max_qp_wr");
+  replace(attr->max_sge, with, "max_sge");
+  replace(attr->max_cqe, with, "max_cqe");
+  replace(attr->max_mr_size, with, "max_mr_size");
+  replace(attr->max_srq, with, "max_srq");
+  replace(attr->max_srq_wr, with, "max_srq_wr");
+  replace(attr->max_mw, with, "max_mw");
+}
+
+void shrink_port(ibv_port_attr* attr) {
+  const auto& with = state().port_attr;
+  for (const auto& [name, value] : with) {
+    if (name != "link_layer" && name != "active_mtu") {
+      std::fprintf(stderr, "rdma_inject: RDMA_INJECT_ATTR: no port field '%s'\n", name.c_str());
+      std::abort();
+    }
+  }
+  replace(attr->link_layer, with, "link_layer");
+  replace(attr->active_mtu, with, "active_mtu");
+}
+
+// The port query verbs.h inlines into the program (___ibv_query_port calls
+// the context's query_port), so never the ibv_query_port symbol.
+int shim_query_port(ibv_context* ctx, std::uint8_t port, ibv_port_attr* attr, std::size_t len) {
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_query_port", site)) return fail_errno();
+  const int rc = state().real_query_port(ctx, port, attr, len);
+  if (rc == 0 && site != 0) shrink_port(attr);
+  return rc;
+}
+
 void wrap_ops(ibv_context* ctx) {
   shim_state& s = state();
   {
@@ -346,6 +420,13 @@ void wrap_ops(ibv_context* ctx) {
       s.real_ops = ctx->ops;
       s.have_ops = true;
     }
+  }
+  if (verbs_context* vctx = verbs_get_ctx(ctx); vctx != nullptr && vctx->query_port != nullptr) {
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      if (s.real_query_port == nullptr) s.real_query_port = vctx->query_port;
+    }
+    vctx->query_port = shim_query_port;
   }
   ctx->ops.poll_cq = shim_poll_cq;
   ctx->ops.req_notify_cq = shim_req_notify_cq;
@@ -460,7 +541,17 @@ ibv_context* ibv_open_device(ibv_device* device) {
 }
 
 RELEASE(ibv_close_device, ibv_context*, fail_errno())
-RETURNS_ERRNO(ibv_query_device, (ibv_context * ctx, ibv_device_attr* attr), (ctx, attr))
+int ibv_query_device(ibv_context* ctx, ibv_device_attr* attr) {
+  REAL(ibv_query_device);
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_query_device", site)) {
+    errno = fail_errno();
+    return fail_errno();
+  }
+  const int rc = real_ibv_query_device(ctx, attr);
+  if (rc == 0 && site != 0) shrink_device(attr);
+  return rc;
+}
 RETURNS_ERRNO(ibv_query_port, (ibv_context * ctx, std::uint8_t port, _compat_ibv_port_attr* attr), (ctx, port, attr))
 RETURNS_ERRNO(_ibv_query_gid_ex,
               (ibv_context * ctx, std::uint32_t port, std::uint32_t index, ibv_gid_entry* entry, std::uint32_t flags,

@@ -25,18 +25,6 @@ void post_and_wait(const rdma::rdma_device& dev, ibv_qp* qp, ibv_send_wr& wr, in
   rdma::check_wc(wc);
 }
 
-// --hostile: what we tell the server about ourselves, lying on purpose
-// (docs/04-rdma-write.md, "What the handshake is trusted for"). The verbs
-// check none of it: the server's QP takes whatever the handshake says.
-rdma::wire::endpoint as_told(rdma::wire::endpoint ours, hostile_kind lie) {
-  switch (lie) {
-    case hostile_kind::none: break;
-    case hostile_kind::psn_behind: ours.psn = (ours.psn + 256) & 0xffffff; break;
-    case hostile_kind::other_qpn: ours.qp_num = (ours.qp_num + 256) & 0xffffff; break;
-  }
-  return ours;
-}
-
 }  // namespace
 
 int run_client(const options& opts, const rdma::rdma_device& dev) {
@@ -48,16 +36,8 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
   const rdma::qp_ptr qp = create_qp(dev, opts.tx_depth);
 
   rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
-  if (opts.hostile == hostile_kind::psn_behind) {
-    // From the upper half of the 24-bit PSN space: what Soft-RoCE (Linux
-    // 6.1) then does with our packets is the same on every run (chapter).
-    ours.psn = 0x800000 | (ours.psn & 0x3fffff);
-  }
-  const rdma::wire::endpoint told = as_told(ours, opts.hostile);
-  if (opts.hostile != hostile_kind::none) {
-    std::printf("hostile: we send from PSN 0x%x as QP 0x%x, and tell the server PSN 0x%x, QP 0x%x\n", ours.psn,
-                ours.qp_num, told.psn, told.qp_num);
-  }
+  // What we tell the server: ours, or (--hostile, hostile.cpp) a lie.
+  const rdma::wire::endpoint told = opts.hostile == hostile_kind::none ? ours : lie(ours, opts.hostile);
   const auto [server, peer] = rdma::connect_peer(opts.peer.server, opts.peer.port, told, opts.peer.wait_ms);
   std::printf("server %s: %s\n", server.peer().c_str(), rdma::wire::describe(peer).c_str());
   // The region is the payload's capacity plus the flag word; check before

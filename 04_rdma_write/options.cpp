@@ -41,15 +41,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add(0, "hostile", "KIND",
              "client: lie in the handshake on purpose: psn-behind (send from a PSN behind the one we tell) or "
              "other-qpn (tell a QPN not ours)",
-             [&](std::string_view v) {
-               if (v == "psn-behind") {
-                 out.hostile = hostile_kind::psn_behind;
-               } else if (v == "other-qpn") {
-                 out.hostile = hostile_kind::other_qpn;
-               } else {
-                 throw rdma::usage_error("--hostile takes 'psn-behind' or 'other-qpn', got '" + std::string(v) + "'");
-               }
-             });
+             [&](std::string_view v) { out.hostile = parse_hostile(v); });
   if (!parser.parse(argc, argv)) return false;
 
   parser.check_roles(out.peer, {"iters", "tx-depth", "cq-mod", "hostile"});

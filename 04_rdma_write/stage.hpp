@@ -13,12 +13,16 @@
 //   throughput.cpp                many writes, filled in for the window of
 //   common/src/send_window.cpp    a window, selective signaling, batched posts and polls
 //   options.cpp                   the command line
+//   hostile.cpp                   not the lesson: a client that lies in the handshake,
+//                                 for "What the handshake is trusted for" and the tests
 // What stages 01-03 taught comes from common/: the device and GID, the QP
 // and its walk to RTS (through peer.hpp), buffers (buffer.hpp), the bounded
 // completion wait (completion.hpp).
 #pragma once
 
 #include <infiniband/verbs.h>
+
+#include <string_view>
 
 #include <cstdint>
 #include <optional>
@@ -32,14 +36,18 @@ namespace stage04 {
 
 enum class notify_by { send, flag };
 
-// --hostile: the client lies in its half of the handshake, to show what the
-// server has to take on trust (docs/04-rdma-write.md, "What the handshake
-// is trusted for").
+// hostile.cpp (not the lesson): --hostile, the client lies in its half of
+// the handshake, to show what the server has to take on trust
+// (docs/04-rdma-write.md, "What the handshake is trusted for").
 enum class hostile_kind {
   none,
   psn_behind,  // tells a first PSN 256 past the one it sends from
   other_qpn,   // tells a QPN 256 past its own
 };
+hostile_kind parse_hostile(std::string_view name);  // a usage_error otherwise
+// The endpoint to tell the server instead of `ours` (which psn-behind moves
+// to the upper half of the PSN space first), with a line saying the lie.
+rdma::wire::endpoint lie(rdma::wire::endpoint& ours, hostile_kind kind);
 
 // options.cpp
 struct options {

@@ -17,9 +17,12 @@
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
 #include "rdma_tutorial/send_window.hpp"
+#include "rdma_tutorial/waiting.hpp"
 #include "server.hpp"
 
 namespace stage06 {
+
+namespace waiting_policy = rdma::waiting_policy;
 
 void server::take(const ibv_wc& wc) {
   client* c = by_qp(wc.qp_num);
@@ -157,20 +160,6 @@ void server::return_credits() {
   }
 }
 
-// One line per --progress-ms: the time since the first record and every
-// client's records so far (a client that left keeps its last count), so a
-// plot can show how the clients shared the SRQ over time.
-void server::print_progress(steady::time_point now) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - first_record_).count();
-  std::string line = "progress " + std::to_string(ms) + " ms:";
-  for (std::size_t i = 0; i < tally_.size(); ++i) line += " " + std::to_string(i + 1) + ":" + std::to_string(tally_[i]);
-  std::printf("%s\n", line.c_str());
-  progress_printed_ = all_records_;
-  // Late by more than a period (a busy loop, a slow host): the next line
-  // still falls on the grid, and no line is printed twice for one moment.
-  while (next_progress_ <= now) next_progress_ += std::chrono::milliseconds(opts_.progress_ms);
-}
-
 int server::run() {
   std::array<ibv_wc, srq_sizing::poll_batch> wcs{};
   steady::time_point idle_since{};
@@ -182,14 +171,17 @@ int server::run() {
     return_credits();
     // The async events are looked at every round while Recvs wait to be
     // reposted and the limit can fire (its event must be seen at once), the
-    // rest every 64th round and whenever the CQ was empty. With nothing to
-    // do for 50 ms (no client streaming), the loop sleeps in poll().
+    // rest every few rounds and whenever the CQ was empty. With nothing to
+    // do for a while (no client streaming), the loop sleeps in poll(). The
+    // numbers, and what a NIC would pick: waiting.hpp.
     if (n != 0) idle_since = {};
     if (n == 0 && idle_since == steady::time_point{}) idle_since = steady::now();
-    const bool asleep = n == 0 && loop % 1024 == 0 && steady::now() - idle_since > std::chrono::milliseconds(50);
+    const bool asleep = n == 0 && loop % 1024 == 0 && steady::now() - idle_since > waiting_policy::server_idle;
     const bool limit_matters = sizing_.limit_can_fire() && refill_.waiting() != 0;
-    if (limit_matters || loop % 64 == 0 || n == 0) look_around(asleep ? 10 : 0);
-    if (n == 0) sched_yield();  // clients may share our CPU: let them run
+    if (limit_matters || loop % waiting_policy::server_look_every == 0 || n == 0) {
+      look_around(asleep ? waiting_policy::server_nap_ms : 0);
+    }
+    if (n == 0) sched_yield();  // clients may share our CPU: let them run (waiting.hpp)
     if (opts_.progress_ms != 0 && all_records_ != 0) {
       if (const auto now = steady::now(); now >= next_progress_) print_progress(now);
     }

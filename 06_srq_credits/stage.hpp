@@ -15,6 +15,7 @@
 //                      for it alone) and going: ERR, drain, destroy
 //   client.cpp         stream records inside the window the server granted
 //   options.cpp        the command line
+//   progress.cpp       not the lesson: --progress-ms, the measurements' timeline
 // Stage 04's handshake comes from common/ (peer.hpp); stage 05's immediate
 // encoding too (imm.hpp).
 #pragma once

@@ -147,51 +147,9 @@ struct stream {
       wr.sg_list = &sge;
       wr.num_sge = 1;
       wr.imm_data = htonl(rdma::imm::encode(imm_data, g.first_slot + index));
-      if (seq == 0) break_a_rule(wr, sge);
+      if (seq == 0) break_a_rule(opts.hostile, g, wr, sge);  // the tests' --hostile (hostile.cpp)
     }
     if (seq == opts.records || (sent + 1) % signal_every == 0) wr.send_flags = IBV_SEND_SIGNALED;
-  }
-
-  // --hostile, on record 0 only: what the server must catch.
-  void break_a_rule(ibv_send_wr& wr, ibv_sge& sge) const {
-    switch (opts.hostile) {
-      case hostile_kind::none:
-      case hostile_kind::ignore_credits:  // not one record: post_all
-      case hostile_kind::silent:
-        return;
-      case hostile_kind::slot_out_of_range:
-        wr.imm_data = htonl(rdma::imm::encode(imm_data, rdma::imm::index_limit - 1));
-        break;
-      case hostile_kind::slot_not_granted:
-        // A slot of another chunk: the one after ours, or chunk 0's.
-        wr.imm_data = htonl(rdma::imm::encode(imm_data, g.first_slot == 0 ? g.slots : 0));
-        break;
-      case hostile_kind::oversized:
-        sge.length = 2 * g.record_size;  // the source has room; the slot after ours in the window too
-        break;
-      case hostile_kind::outside_grant:
-        // Into a neighbour's first slot: the chunk before ours, or after it.
-        wr.wr.rdma.remote_addr = g.first_slot == 0 ? g.addr + g.chunk_bytes : g.addr - g.chunk_bytes;
-        break;
-      case hostile_kind::past_window:
-        // Just past our window's end: the unused tail of our own chunk when
-        // the window is shorter than the chunk (the immediate still names
-        // slot 0, which the write then never reaches).
-        wr.wr.rdma.remote_addr = g.addr + std::uint64_t{g.slots} * g.record_size;
-        break;
-    }
-    const std::uint64_t window_bytes = std::uint64_t{g.slots} * g.record_size;
-    const std::string past_window =
-        "is written just past the window's end, at offset " + std::to_string(window_bytes) +
-        (window_bytes < g.chunk_bytes ? " of our own " + std::to_string(g.chunk_bytes) + "-byte chunk"
-                                      : ": the window fills our chunk, so that is the next one");
-    std::printf("hostile: record 0 %s\n",
-                opts.hostile == hostile_kind::slot_out_of_range  ? "claims slot 16777215 (out of range)"
-                : opts.hostile == hostile_kind::slot_not_granted ? "claims a slot of another client's chunk"
-                : opts.hostile == hostile_kind::oversized        ? "writes twice the record size"
-                : opts.hostile == hostile_kind::past_window      ? past_window.c_str()
-                                                                 : "is written into a neighbour's chunk");
-    std::fflush(stdout);
   }
 
   // Records, then END: every credit we hold goes out as one linked list of

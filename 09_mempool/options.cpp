@@ -17,28 +17,7 @@ std::uint32_t number(std::string_view v, const char* name, long min, long max) {
   return static_cast<std::uint32_t>(rdma::parse_integer(v, name, min, max));
 }
 
-struct hostile_entry {
-  hostile_kind kind;
-  const char* name;
-};
-constexpr hostile_entry hostile_kinds[] = {
-    {hostile_kind::slot_out_of_range, "slot-out-of-range"},
-    {hostile_kind::slot_not_granted, "slot-not-granted"},
-    {hostile_kind::oversized, "oversized"},
-    {hostile_kind::outside_grant, "outside-grant"},
-    {hostile_kind::past_window, "past-window"},
-    {hostile_kind::ignore_credits, "ignore-credits"},
-    {hostile_kind::silent, "silent"},
-};
-
 }  // namespace
-
-const char* hostile_name(hostile_kind kind) {
-  for (const hostile_entry& e : hostile_kinds) {
-    if (e.kind == kind) return e.name;
-  }
-  return "none";
-}
 
 std::uint32_t options::chunk_bytes() const {
   const std::uint64_t need = std::uint64_t{window} * record_size;
@@ -77,21 +56,9 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view) { out.latency = true; });
   parser.add(0, "resolve-ms", "MS", "client: timeout of address and route resolution (default 2000)",
              [&](std::string_view v) { out.resolve_ms = static_cast<int>(number(v, "--resolve-ms", 1, 600000)); });
-  parser.add(0, "hostile", "KIND", "client: break one of the server's rules on purpose: on record 0 "
-                                   "slot-out-of-range, slot-not-granted, oversized, outside-grant or past-window; "
-                                   "or ignore-credits (write past the credit edge), or silent (write nothing after "
-                                   "the handshake)",
-             [&](std::string_view v) {
-               std::string kinds;
-               for (const hostile_entry& e : hostile_kinds) {
-                 if (v == e.name) {
-                   out.hostile = e.kind;
-                   return;
-                 }
-                 kinds += (kinds.empty() ? "" : ", ") + std::string(e.name);
-               }
-               throw rdma::usage_error("--hostile takes one of " + kinds + ", not '" + std::string(v) + "'");
-             });
+  parser.add(0, "hostile", "KIND", "client, for the tests: break one of the server's rules on purpose (" +
+                                       hostile_kinds_text() + "; hostile.cpp says what each does)",
+             [&](std::string_view v) { out.hostile = parse_hostile(v); });
   if (!parser.parse(argc, argv)) return false;
 
   parser.check_roles(out.peer, {"records", "latency", "resolve-ms", "hostile"});

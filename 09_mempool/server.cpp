@@ -19,9 +19,12 @@
 #include "rdma_tutorial/imm.hpp"
 #include "rdma_tutorial/record.hpp"
 #include "rdma_tutorial/send_window.hpp"
+#include "rdma_tutorial/waiting.hpp"
 #include "server.hpp"
 
 namespace stage09 {
+
+namespace waiting_policy = rdma::waiting_policy;
 
 namespace {
 
@@ -332,7 +335,7 @@ int server::run() {
     // looked at every 64th round without sleeping (a client may be
     // joining or leaving meanwhile).
     if (n > 0 || (opts_.spin_us > 0 && steady::now() - busy_since < std::chrono::microseconds(opts_.spin_us))) {
-      if (round % 64 == 0) look_around(0);
+      if (round % waiting_policy::server_look_every == 0) look_around(0);
       continue;
     }
     // Nothing came: arm, then look once more, then sleep. The event is
@@ -342,7 +345,7 @@ int server::run() {
     n = drain_cq();
     if (n > 0) continue;
     const std::uint64_t before = wake_ups_;
-    look_around(100);  // a deadline to check now and then: leaving clients, --accept-ms
+    look_around(waiting_policy::channel_sleep_ms);  // a deadline to check now and then (waiting.hpp)
     if (wake_ups_ != before && drain_cq() == 0) ++empty_wake_ups_;
   }
   report();

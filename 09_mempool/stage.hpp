@@ -14,8 +14,10 @@
 //   clients.cpp       clients coming and going: a grant and a memory window
 //                     per client, and taking them back when it leaves or dies
 //   client.cpp        connect, stream records inside the credit edge, END,
-//                     disconnect; --hostile breaks the rules on purpose
+//                     disconnect
 //   options.cpp       the command line
+//   hostile.cpp       not the lesson: the tests' client that breaks one of
+//                     the server's rules on purpose (--hostile)
 // What stages 06-08 taught comes from common/: the SRQ (srq.hpp), the
 // events of rdma_cm (cm_events.hpp), the record (record.hpp).
 #pragma once
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "grants.hpp"
 #include "pool.hpp"
@@ -35,9 +38,14 @@
 
 namespace stage09 {
 
-// options.cpp
+// hostile.cpp: the rule a --hostile client breaks (the tests' harness).
 enum class hostile_kind { none, slot_out_of_range, slot_not_granted, oversized, outside_grant, past_window, ignore_credits, silent };
 const char* hostile_name(hostile_kind kind);
+hostile_kind parse_hostile(std::string_view name);  // a usage_error names the kinds
+std::string hostile_kinds_text();                   // "slot-out-of-range, ..., silent"
+// Record 0's work request, changed as `kind` says, and a line saying how;
+// nothing for the kinds that break no rule of one record.
+void break_a_rule(hostile_kind kind, const grant_msg& g, ibv_send_wr& wr, ibv_sge& sge);
 
 struct options {
   rdma::peer_options peer;                  // -s, --bind, -p, --wait-ms, --accept-ms

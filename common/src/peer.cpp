@@ -8,6 +8,7 @@
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/port.hpp"
+#include "rdma_tutorial/waiting.hpp"
 
 namespace rdma {
 
@@ -84,12 +85,13 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
 void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
                           const std::function<bool()>& arrived, waiting how, std::string_view silent_hint) {
   using clock = std::chrono::steady_clock;
-  // The clock is read once every 256 looks: where it is a system call (a
-  // guest whose clocksource is an emulated HPET) reading it on every look
-  // would slow the loop down more than anything it waits for.
+  // The clock is read once every looks_per_clock looks: where it is a
+  // system call (a guest whose clocksource is an emulated HPET) reading it
+  // on every look would slow the loop down more than anything it waits for
+  // (waiting.hpp has this loop's numbers).
   std::optional<clock::time_point> start;
   for (std::uint32_t looks = 1; !arrived(); ++looks) {
-    if (looks % 256 != 0) continue;
+    if (looks % waiting_policy::looks_per_clock != 0) continue;
     const auto now = clock::now();
     if (!start) start = now;
     if (now - *start > std::chrono::milliseconds(wait_ms)) {
@@ -98,9 +100,10 @@ void wait_while_connected(const tcp::socket& peer, std::string_view who, std::st
                                ? std::string(who) + " is stuck or its packets do not arrive; its own output says which"
                                : std::string(silent_hint));
     }
-    const bool nap = how == waiting::backs_off && now - *start > std::chrono::microseconds(100);
-    if ((nap || looks % 4096 == 0) && tcp::peer_closed(peer, nap ? 1 : 0)) {
-      const auto grace = clock::now() + std::chrono::milliseconds(100);
+    const bool nap = how == waiting::backs_off && now - *start > waiting_policy::spin_before_napping;
+    if ((nap || looks % waiting_policy::looks_per_socket == 0) &&
+        tcp::peer_closed(peer, nap ? waiting_policy::nap_on_socket_ms : 0)) {
+      const auto grace = clock::now() + waiting_policy::grace_after_close;
       while (clock::now() < grace) {
         if (arrived()) return;
       }

@@ -1,7 +1,7 @@
 // Waiting for something the device will do (a credit written into our
 // memory, a completion), as stage 06's clients learned to: look flat out
-// for 64 looks, so what is on its way is seen at once, then nap 20 us
-// between looks. Spinning flat out takes the CPU that the peer, the other
+// for a few looks, so what is on its way is seen at once, then nap between
+// looks (the numbers: waiting.hpp). Spinning flat out takes the CPU that the peer, the other
 // clients and the kernel's own RDMA work need (Soft-RoCE's packets are
 // processed by the kernel on these same CPUs; across the two-guest wire a
 // spinning client delayed its ACKs past the server's ACK timeout).
@@ -12,9 +12,11 @@
 #include <chrono>
 #include <cstdint>
 
+#include "rdma_tutorial/waiting.hpp"
+
 namespace rdma {
 
-// Until ready(): look(), then ready() again. Every 64th look, check(looks,
+// Until ready(): look(), then ready() again. Every flat_out_looks-th look, check(looks,
 // elapsed) is called: it throws to give up (a deadline passed, the peer
 // left). It is the caller's to bound the wait; this only paces it.
 template <typename Ready, typename Look, typename Check>
@@ -23,9 +25,9 @@ void nap_until(Ready ready, Look look, Check check) {
   const auto start = std::chrono::steady_clock::now();
   for (std::uint32_t looks = 1; !ready(); ++looks) {
     look();
-    if (looks < 64) continue;
-    if (looks % 64 == 0) check(looks, std::chrono::steady_clock::now() - start);
-    const timespec nap{0, 20000};
+    if (looks < waiting_policy::flat_out_looks) continue;
+    if (looks % waiting_policy::flat_out_looks == 0) check(looks, std::chrono::steady_clock::now() - start);
+    const timespec nap{0, waiting_policy::nap.count()};
     nanosleep(&nap, nullptr);
   }
 }

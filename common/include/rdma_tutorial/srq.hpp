@@ -12,6 +12,7 @@
 #include <string>
 
 #include "rdma_tutorial/handles.hpp"
+#include "rdma_tutorial/waiting.hpp"
 
 namespace rdma {
 
@@ -97,6 +98,6 @@ class srq_qp_departure {
 // the specification: it waits the whole `wait`.
 std::chrono::milliseconds last_wqe_wait(const ibv_device_attr& attr, std::chrono::milliseconds wait);
 inline constexpr std::uint32_t soft_roce_vendor_id = 0xffffff;
-inline constexpr std::chrono::milliseconds soft_roce_last_wqe_wait{500};
+inline constexpr std::chrono::milliseconds soft_roce_last_wqe_wait = waiting_policy::soft_roce_last_wqe;
 
 }  // namespace rdma

@@ -56,8 +56,10 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view) { out.latency = true; });
   parser.add(0, "resolve-ms", "MS", "client: timeout of address and route resolution (default 2000)",
              [&](std::string_view v) { out.resolve_ms = static_cast<int>(number(v, "--resolve-ms", 1, 600000)); });
-  parser.add(0, "hostile", "KIND", "client, for the tests: break one of the server's rules on purpose (" +
-                                       hostile_kinds_text() + "; hostile.cpp says what each does)",
+  parser.add(0, "hostile", "KIND", "client: break one of the server's rules on purpose: on record 0 "
+                                   "slot-out-of-range, slot-not-granted, oversized, outside-grant or past-window; "
+                                   "or ignore-credits (write past the credit edge), or silent (write nothing after "
+                                   "the handshake)",
              [&](std::string_view v) { out.hostile = parse_hostile(v); });
   if (!parser.parse(argc, argv)) return false;
 

@@ -63,6 +63,10 @@ struct client {
   bool finished = false;     // END checked
   bool leaving = false;      // QP in ERR: `departure` says when it may be destroyed
   std::optional<rdma::srq_qp_departure> departure;
+  // IBV_EVENT_QP_LAST_WQE_REACHED came before we let it go: how many polls
+  // had found the CQ empty then. Judged once the CQ is polled empty after
+  // it (forget_drained): a failed completion waiting there says why.
+  std::optional<std::uint64_t> errored_at;
   parting how = parting::done;
   std::string why;
   sequence_tracker seq;

@@ -623,27 +623,20 @@ static rdma_conn_param* lying_param(rdma_conn_param* param, rdma_conn_param& cop
   return &copy;
 }
 
-int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
-  REAL(rdma_connect);
-  if (reached("rdma_connect", SITE())) {
-    errno = fail_errno();
-    return -1;
+// rdma_connect and rdma_accept: -1 with errno, and their private data may lie.
+#define LYING(name)                                               \
+  int name(rdma_cm_id* id, rdma_conn_param* param) {              \
+    REAL(name);                                                   \
+    if (reached(#name, SITE())) {                                 \
+      errno = fail_errno();                                       \
+      return -1;                                                  \
+    }                                                             \
+    rdma_conn_param copy{};                                       \
+    std::vector<unsigned char> bytes;                             \
+    return real_##name(id, lying_param(param, copy, bytes));      \
   }
-  rdma_conn_param copy{};
-  std::vector<unsigned char> bytes;
-  return real_rdma_connect(id, lying_param(param, copy, bytes));
-}
-
-int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
-  REAL(rdma_accept);
-  if (reached("rdma_accept", SITE())) {
-    errno = fail_errno();
-    return -1;
-  }
-  rdma_conn_param copy{};
-  std::vector<unsigned char> bytes;
-  return real_rdma_accept(id, lying_param(param, copy, bytes));
-}
+LYING(rdma_connect)
+LYING(rdma_accept)
 MINUS_ONE(rdma_reject, (rdma_cm_id * id, const void* data, std::uint8_t length), (id, data, length))
 MINUS_ONE(rdma_disconnect, (rdma_cm_id * id), (id))
 MINUS_ONE(rdma_set_option, (rdma_cm_id * id, int level, int name, void* value, std::size_t length),

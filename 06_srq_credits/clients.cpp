@@ -80,18 +80,12 @@ void server::on_async_event(const ibv_async_event& e) {
       // empty after this, it may be destroyed (let_go says why in that
       // order). Only marked here: the event is acked after this handler
       // returns, and ibv_destroy_qp waits for its QP's events to be acked.
-      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr) {
-        if (c->leaving) {
-          c->departure->last_wqe_reached(cq_empties_);
-        } else {
-          // In ERR without our asking: a completion that failed (posted
-          // before this event, but on another descriptor, which may be
-          // read after this one) or a fatal error. Judged in look_around
-          // once the CQ has been polled empty after it: the completion, if
-          // any, names the cause; if none, the client goes as lost.
-          c->errored_at = cq_empties_;
-        }
-      }
+      // In ERR without our asking: a completion that failed (posted
+      // before this event, but on another descriptor, which may be read
+      // after this one) or a fatal error. Judged in look_around once the
+      // CQ has been polled empty after it (rdma::last_wqe_notice): the
+      // completion, if any, names the cause; if none, the client goes as lost.
+      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr) c->last_wqe.event(c->departure, cq_empties_);
       return;
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
@@ -161,7 +155,7 @@ void server::let_go(client& c, parting how, const std::string& why) {
                 rdma::verbs_error(rc, "ibv_post_send(drain marker)").what());
   }
   c.departure.emplace(steady::now(), last_wqe_wait_, rc == 0);
-  if (c.errored_at) c.departure->last_wqe_reached(*c.errored_at);
+  c.last_wqe.pass_to(*c.departure);
 }
 
 void server::forget(client& c, const char* how) {
@@ -223,7 +217,7 @@ void server::look_around(int wait_ms) {
   const auto wait = std::chrono::milliseconds(opts_.peer.wait_ms);
   for (std::size_t i = 0; i < clients_.size(); ++i) {
     client& c = *clients_[i];
-    if (!c.leaving && c.errored_at && cq_empties_ > *c.errored_at) {
+    if (!c.leaving && c.last_wqe.due(cq_empties_)) {
       let_go(c, parting::lost, "its QP went to the error state (IBV_EVENT_QP_LAST_WQE_REACHED)");
     }
     if (c.leaving) {

@@ -254,14 +254,8 @@ void server::on_async_event(const ibv_async_event& e) {
       // device refused) was posted before this event, but the CQ's channel
       // and this queue are two descriptors, and this one may be read first
       // (measured on Soft-RoCE, Linux 6.12, 1 run in 3). So it is judged
-      // once the CQ has been polled empty after it.
-      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr) {
-        if (c->leaving) {
-          c->departure->last_wqe_reached(cq_empties_);
-        } else {
-          c->errored_at = cq_empties_;
-        }
-      }
+      // once the CQ has been polled empty after it (rdma::last_wqe_notice).
+      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr) c->last_wqe.event(c->departure, cq_empties_);
       return;
     case IBV_EVENT_COMM_EST:
       return;
@@ -304,7 +298,7 @@ void server::let_go(client& c, parting how, const std::string& why) {
     std::fflush(stdout);
   }
   c.departure.emplace(steady::now(), last_wqe_wait_, rc == 0);
-  if (c.errored_at) c.departure->last_wqe_reached(*c.errored_at);
+  c.last_wqe.pass_to(*c.departure);
 }
 
 // Clients are forgotten here only, between completions: the window, the
@@ -313,7 +307,7 @@ void server::forget_drained() {
   const auto now = steady::now();
   for (std::size_t i = 0; i < clients_.size(); ++i) {
     client& c = *clients_[i];
-    if (!c.leaving && c.errored_at && cq_empties_ > *c.errored_at) {
+    if (!c.leaving && c.last_wqe.due(cq_empties_)) {
       let_go(c, parting::lost, "its QP went to the error state (IBV_EVENT_QP_LAST_WQE_REACHED)");
     }
     if (!c.leaving) continue;

@@ -63,6 +63,34 @@ TEST_CASE("a marker the send queue refused should leave the decision to the even
   CHECK(d.check(t0 + 1ms, 1) == departure::outcome::last_wqe);
 }
 
+TEST_CASE("an unasked last-WQE event should wait for an empty poll after it, then count for the departure begun later") {
+  const auto t0 = departure::clock::now();
+  std::optional<departure> d;
+  rdma::last_wqe_notice notice;
+  CHECK_FALSE(notice.due(3));
+  notice.event(d, 3);  // no departure yet: the QP broke on its own
+  CHECK_FALSE(d.has_value());
+  CHECK_FALSE(notice.due(3));  // its failed completion may still be in the CQ
+  CHECK(notice.due(4));
+  d.emplace(t0, 500ms, true);
+  notice.pass_to(*d);
+  d->marker_flushed();
+  CHECK(d->event_seen());
+  CHECK(d->check(t0 + 1ms, 4) == departure::outcome::last_wqe);
+}
+
+TEST_CASE("an asked-for last-WQE event should go to the departure at once") {
+  const auto t0 = departure::clock::now();
+  std::optional<departure> d(std::in_place, t0, 500ms, true);
+  rdma::last_wqe_notice notice;
+  notice.event(d, 7);
+  CHECK(d->event_seen());
+  CHECK_FALSE(notice.due(100));  // nothing left to judge
+  d->marker_flushed();
+  CHECK(d->check(t0 + 1ms, 7) == departure::outcome::waiting);
+  CHECK(d->check(t0 + 1ms, 8) == departure::outcome::last_wqe);
+}
+
 TEST_CASE("Soft-RoCE should be waited for briefly, any other device for the whole wait") {
   ibv_device_attr rxe{};
   rxe.vendor_id = rdma::soft_roce_vendor_id;

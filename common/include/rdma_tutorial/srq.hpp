@@ -90,6 +90,34 @@ class srq_qp_departure {
   std::uint64_t empties_at_event_ = 0;
 };
 
+// IBV_EVENT_QP_LAST_WQE_REACHED for a QP of the SRQ, kept until the stage
+// decides. Asked for (the stage moved the QP to ERR: a departure exists),
+// it goes to the departure at once. Unasked, the QP broke on its own: the
+// failed completion that says how (a write the device refused) was posted
+// before the event, but the CQ's channel and the async queue are two
+// descriptors and the event may be read first (measured on Soft-RoCE,
+// Linux 6.12). So it is only noted; due() says when the CQ has been polled
+// empty after it, and with it every completion of that QP taken: a stage
+// that has not let the QP go by then lets it go for the event alone.
+class last_wqe_notice {
+ public:
+  void event(std::optional<srq_qp_departure>& departure, std::uint64_t cq_empties) {
+    if (departure) {
+      departure->last_wqe_reached(cq_empties);
+    } else {
+      unasked_at_ = cq_empties;
+    }
+  }
+  bool due(std::uint64_t cq_empties) const { return unasked_at_ && cq_empties > *unasked_at_; }
+  // A departure begun after an unasked event: it has already come.
+  void pass_to(srq_qp_departure& departure) const {
+    if (unasked_at_) departure.last_wqe_reached(*unasked_at_);
+  }
+
+ private:
+  std::optional<std::uint64_t> unasked_at_;
+};
+
 // How long a departing QP waits for IBV_EVENT_QP_LAST_WQE_REACHED on this
 // device: Soft-RoCE (vendor_id 0xffffff, the kernel's RXE_VENDOR_ID) sends
 // it from Linux 6.12's rxe on (flush_recv_queue in rxe_resp.c; 6.1's has no

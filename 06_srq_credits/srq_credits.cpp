@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     rdma::rdma_device dev = rdma::open_rdma_device(opts.device, static_cast<int>(cq_entries), IBV_ACCESS_REMOTE_WRITE,
                                                    server ? "--clients and --window" : "");
     dev.params.rnr_retry = opts.rnr_retry;
-    // The ACK timeout: 268 ms a try, up from 67 ms. Here many processes
+    // The ACK timeout: 1.07 s a try, up from 67 ms. Here many processes
     // share each host's CPUs with Soft-RoCE's own work, and across the
     // two-guest wire the server's credit writes failed at 67 ms (qp.hpp).
     dev.params.timeout = rdma::wire_ack_timeout;

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     // Stages 01-04 (common/src/peer.cpp), without the usual CQ (0 entries):
     // this stage makes its own, bound to a completion channel.
     rdma::rdma_device dev = rdma::open_rdma_device(opts.device, 0, 0);
-    // 268 ms a try for an ACK, not 67: across the two-guest wire, with both
+    // 1.07 s a try for an ACK, not 67 ms: across the two-guest wire, with both
     // sides slowed down, 67 ms ran out (common/include/rdma_tutorial/qp.hpp).
     dev.params.timeout = rdma::wire_ack_timeout;
     std::printf("%s\n", rdma::describe(dev).c_str());

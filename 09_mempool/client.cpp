@@ -221,7 +221,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   const sockaddr_in server = rdma::cm::ipv4_address(opts.peer.server, opts.peer.port);
   const std::string to = opts.peer.server + ":" + std::to_string(opts.peer.port);
   // Address and route (stage 07, common/src/cm_events.cpp); an ACK timeout of
-  // 268 ms a try (rdma::wire_ack_timeout: less failed across the two-guest wire).
+  // 1.07 s a try (rdma::wire_ack_timeout: less failed across the two-guest wire).
   const std::optional<std::uint8_t> ack_timeout = rdma::wire_ack_timeout;
   rdma::cm_id_ptr id = rdma::cm::resolve(channel, server, to, opts.resolve_ms, ack_timeout);
 

@@ -249,12 +249,15 @@ std::string describe(const run_result& r) {
   return text;
 }
 
+// The server last: what went wrong at the clients usually follows from how
+// the server ended, and a report that keeps only the end of a failure's
+// output (scripts/test.sh's) then still shows it.
 std::string describe(const group_result& r) {
-  std::string text = "--- server ---\n" + describe(r.server);
+  std::string text;
   for (std::size_t i = 0; i < r.clients.size(); ++i) {
-    text += "\n--- client " + std::to_string(i + 1) + " ---\n" + describe(r.clients[i]);
+    text += "--- client " + std::to_string(i + 1) + " ---\n" + describe(r.clients[i]) + "\n";
   }
-  return text;
+  return text + "--- server ---\n" + describe(r.server);
 }
 
 }  // namespace rdma::testing

@@ -47,6 +47,20 @@ TEST_CASE("an exit marker with one code per command should give each command its
   CHECK(blocks[1].commands[1].expected_exit == 3);
 }
 
+TEST_CASE("a kernel marker should name the block's kernel, alone or above an exit marker, and no other block's") {
+  const auto blocks = parse_chapter("<!-- kernel: 6.1 -->\n```console\n$ a\n```\n"
+                                    "<!-- kernel: 6.12 -->\n<!-- exit: 1 -->\n```console\n$ b\n```\n"
+                                    "Prose.\n\n<!-- exit: 2 -->\n```console\n$ c\n```\n"
+                                    "```console\n$ d\n```\n");
+  REQUIRE(blocks.size() == 4);
+  CHECK(blocks[0].kernel == "6.1");
+  CHECK(blocks[1].kernel == "6.12");
+  CHECK(blocks[1].commands[0].expected_exit == 1);
+  CHECK(blocks[2].kernel.empty());
+  CHECK(blocks[2].commands[0].expected_exit == 2);
+  CHECK(blocks[3].kernel.empty());
+}
+
 TEST_CASE("varying fields should be masked: GUIDs, link-local GIDs, hex values, timings") {
   CHECK(mask_variable_fields("  node_guid      f8a4:c8ff:feb8:ec52") == "  node_guid      <guid>");
   CHECK(mask_variable_fields("[0] RoCE v2 dummy0   fe80::f8a4:c8ff:feb8:ec52") == "[0] RoCE v2 dummy0   fe80::<id>");

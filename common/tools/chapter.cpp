@@ -35,15 +35,20 @@ std::vector<chapter_block> parse_chapter(std::string_view markdown) {
   const auto lines = split_lines(markdown);
   std::vector<chapter_block> blocks;
   std::string previous;  // the last non-empty line before a block
+  std::string earlier;   // the one before it: a kernel comment above exit or norun
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string line = rtrim(lines[i]);
     if (line != "```console") {
-      if (!line.empty()) previous = line;
+      if (!line.empty()) {
+        earlier = previous;
+        previous = line;
+      }
       continue;
     }
     chapter_block block;
     block.line = static_cast<int>(i) + 1;
     std::string value;
+    if (comment_value(previous, "kernel", value) || comment_value(earlier, "kernel", value)) block.kernel = value;
     std::vector<int> exit_codes;  // one for the last command, or one per command
     if (comment_value(previous, "norun", value)) {
       block.run = false;
@@ -78,6 +83,7 @@ std::vector<chapter_block> parse_chapter(std::string_view markdown) {
     }
     blocks.push_back(block);
     previous.clear();
+    earlier.clear();
   }
   return blocks;
 }

@@ -23,6 +23,10 @@
 //     <!-- exit: N -->        the block's last command must exit N (default 0)
 //     <!-- exit: N M ... -->  one exit code per command, in order
 //     <!-- sketch: why -->    a ```cpp block not quoted from the sources (checked by scripts/tests/chapter_quotes.py)
+//     <!-- kernel: 6.12 -->   the block runs only on that kernel (major.minor):
+//                             where Soft-RoCE's output differs between the
+//                             kernels tested, one block for each; it may sit
+//                             just above an exit or norun comment
 #pragma once
 
 #include <string>
@@ -42,6 +46,7 @@ struct chapter_block {
   int line = 0;
   bool run = true;
   std::string norun_reason;
+  std::string kernel;  // "6.1", "6.12": runs only there; "" on any
   std::vector<chapter_command> commands;
 };
 

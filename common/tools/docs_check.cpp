@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "chapter.hpp"
+#include "output.hpp"
 #include "process.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/options.hpp"
@@ -79,6 +80,9 @@ int main(int argc, char** argv) {
     const scratch_checkout scratch(source_root, build_dir);
     // Scripts a chapter calls (check_exercise.sh, tour.sh) build into $BUILD_DIR.
     ::setenv("BUILD_DIR", fs::canonical(build_dir).c_str(), 1);
+    // A block for one kernel (<!-- kernel: 6.12 -->) runs only there.
+    const rdma::testing::kernel_version k = rdma::testing::running_kernel();
+    const std::string this_kernel = std::to_string(k.major) + "." + std::to_string(k.minor);
     int failures = 0;
     int ran = 0;
     // Compares one finished command with the chapter; counts a failure.
@@ -104,6 +108,11 @@ int main(int argc, char** argv) {
     for (const auto& block : rdma::testing::parse_chapter(text.str())) {
       if (!block.run) {
         std::cout << chapter.filename().string() << ":" << block.line << ": not run (" << block.norun_reason << ")\n";
+        continue;
+      }
+      if (!block.kernel.empty() && block.kernel != this_kernel) {
+        std::cout << chapter.filename().string() << ":" << block.line << ": not run (Linux " << block.kernel << "'s output; this is "
+                  << this_kernel << ")\n";
         continue;
       }
       // "$ server &": started in the background (a second terminal, for the

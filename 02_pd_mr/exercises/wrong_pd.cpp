@@ -1,13 +1,13 @@
 // EXERCISE: a QP may only use memory of its own PD
-// SYMPTOM: pd_mr: completion failed: wr_id 1: IBV_WC_LOC_(QP_OP|PROT)_ERR
+// SYMPTOM: pd_mr: completion failed: wr_id 1: IBV_WC_(LOC_QP_OP|LOC_PROT|WR_FLUSH)_ERR
 // FIXED: ^  source MR in the QP's PD:  wr_id 1: IBV_WC_RDMA_WRITE; target holds "hello, RDMA"$
 // FIXED: ^  source MR in another PD:   wr_id 2: IBV_WC_\w+_ERR .*<- expected$
 //
 // This is pd_boundary.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh wrong_pd
 // As shipped the first RDMA Write, the one that should go through, fails in
-// its completion (Soft-RoCE reports IBV_WC_LOC_QP_OP_ERR, a NIC typically
-// IBV_WC_LOC_PROT_ERR):
+// its completion (Soft-RoCE on Linux 6.1 reports IBV_WC_LOC_QP_OP_ERR, on
+// 6.12 IBV_WC_WR_FLUSH_ERR, a NIC typically IBV_WC_LOC_PROT_ERR):
 //   pd_mr: completion failed: wr_id 1: IBV_WC_LOC_QP_OP_ERR (2, local QP operation error), vendor_err 0x0
 // Everything before it succeeded: the registration, ibv_post_send. Nothing
 // checks the PD until the device processes the work request.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Check that this machine can run the tutorial's RDMA programs, in the order to
 # look at things when a program is stuck: kernel support, user-space verbs,
-# devices, port state, GID table, memlock limit, firewall.
+# devices, port state, GID table, memlock limit, firewall, the guest's kernels,
+# the running kernel.
 #
 #   scripts/check_env.sh [-q]
 #
@@ -27,6 +28,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "check_env: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # guest_kernels, default_guest_kernel
 
 fails=0
 # report LEVEL WHAT [FIX]
@@ -274,11 +277,12 @@ fi
 # lacks is a failure there and a note elsewhere.
 guest_level=INFO
 [[ $kernel_rdma == 0 ]] && guest_level=FAIL
-guest_kver=""
-for k in $(ls /lib/modules 2>/dev/null | sort -rV); do
-  if [[ -e /boot/vmlinuz-$k && -n "$(find "/lib/modules/$k/kernel/drivers/infiniband/sw/rxe" -name 'rdma_rxe.ko*' -print -quit 2>/dev/null)" ]]; then
-    guest_kver=$k; break
-  fi
+# Every kernel that can boot it (rdma_rxe.ko and a vmlinuz), the default
+# first: scripts/rxe_vm.sh --kernel VERSION picks another.
+guest_kver=$(default_guest_kernel)
+guest_list=""
+for k in $(guest_kernels); do
+  [[ $k == "$guest_kver" ]] && guest_list="$k (default)${guest_list:+, $guest_list}" || guest_list="${guest_list:+$guest_list, }$k"
 done
 if ! command -v qemu-system-x86_64 >/dev/null; then
   report "$guest_level" "guest: qemu-system-x86_64 not found, so scripts/rxe_vm.sh cannot boot a Soft-RoCE guest" \
@@ -294,8 +298,20 @@ else
   [[ -w /dev/kvm ]] && kvm="/dev/kvm present (rxe_vm.sh uses it if a guest boots with it, else TCG)"
   report OK "guest: qemu and kernel $guest_kver with rdma_rxe; scripts/rxe_vm.sh can boot one; $kvm"
 fi
+[[ -n "$guest_list" ]] && report INFO "guest kernels with rdma_rxe: $guest_list"
 
-# --- 8. production note -----------------------------------------------------------
+# --- 8. the kernel's Soft-RoCE -------------------------------------------------------
+# rxe changed between kernels; the chapters say which of the two tested
+# here each Soft-RoCE fact was measured on (docs/00-setup.md, "Kernels").
+if [[ $kernel_rdma == 1 ]]; then
+  running=$(uname -r)
+  case "$running" in
+    6.1.*|6.12.*) report INFO "kernel $running: one of the two this tutorial is tested on (6.1, 6.12)" ;;
+    *) report INFO "kernel $running: not one this tutorial is tested on (6.1, 6.12); docs/00-setup.md, Kernels, says what may read differently" ;;
+  esac
+fi
+
+# --- 9. production note -----------------------------------------------------------
 report INFO "RoCE v2 needs lossless Ethernet (PFC/ECN) in production; Soft-RoCE is functionally complete but no performance reference"
 
 [[ $fails -gt 0 ]] && exit 1

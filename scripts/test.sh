@@ -108,10 +108,15 @@ PY
 }
 
 # The second guest kernel (6.12 beside Debian 12's 6.1): what differs
-# between them. For now the stages whose servers take a QP off an SRQ
-# (06, 09): 6.12's rxe sends IBV_EVENT_QP_LAST_WQE_REACHED and their
-# teardown takes the event's path, which 6.1 cannot show.
-kernel2_suites=(--suite 06_srq_credits:rxe --suite 09_mempool:rxe)
+# between them. The stages whose servers take a QP off an SRQ (06, 09):
+# 6.12's rxe sends IBV_EVENT_QP_LAST_WQE_REACHED and their teardown takes
+# the event's path, which 6.1 cannot show; and every exercise both ways
+# (shipped still broken with its symptom, the reference fixed, the wrong
+# fix rejected): a learner on 6.12 must get the same verdicts. Measured
+# with two CPUs: the exercise suite 2.3 minutes. The chapters' console
+# blocks are not run there yet: seven chapters print what 6.12 prints
+# differently (docs/00-setup.md, Kernels).
+kernel2_suites=(--suite 06_srq_credits:rxe --suite 09_mempool:rxe --suite exercise)
 # run_kernel2 [--cpus N] MESON_TEST_ARGS...: those tests in a guest booted
 # from the second kernel. Adds its log to the report when run in this shell.
 run_kernel2() {

@@ -133,6 +133,15 @@ other = run + [" 0.000500 s>c Acknowledge                    psn=0x000012 qp=0x1
 c = wire_check.Checks(quiet=True)
 wire_check.check_listing(c, block, other, "t")
 expect(c.failed > 0, "a listing without an ACK the run has (another PSN and MSN) does not match")
+# The answer to copies of a message's first packets: an ACK of their PSN that completes nothing new (the last
+# MSN) passes once a request was sent again; without a request sent again, the same ACK does not.
+middle = " 0.000350 s>c Acknowledge                    psn=0x000011 qp=0x11  -- len=0     ACK (credits 31) MSN=1"
+c = wire_check.Checks(quiet=True)
+wire_check.check_listing(c, block, run[:6] + [middle] + run[6:], "t")
+expect(c.failed == 0, "an ACK that completes nothing new, after a request sent again, is passed over")
+c = wire_check.Checks(quiet=True)
+wire_check.check_listing(c, block, run[:5] + [middle] + run[6:], "t")
+expect(c.failed > 0, "the same ACK with no request sent again does not match")
 
 # run.sh's --exercise and --capture refuse what cannot work, before building or booting anything.
 for args, code, said in ((["--exercise", "no_such_thing"], 2, "04_rdma_write has no exercise 'no_such_thing'"),

@@ -282,7 +282,11 @@ guest_level=INFO
 guest_kver=$(default_guest_kernel)
 guest_list=""
 for k in $(guest_kernels); do
-  [[ $k == "$guest_kver" ]] && guest_list="$k (default)${guest_list:+, $guest_list}" || guest_list="${guest_list:+$guest_list, }$k"
+  if [[ $k == "$guest_kver" ]]; then
+    guest_list="$k (default)${guest_list:+, $guest_list}"
+  else
+    guest_list="${guest_list:+$guest_list, }$k"
+  fi
 done
 if ! command -v qemu-system-x86_64 >/dev/null; then
   report "$guest_level" "guest: qemu-system-x86_64 not found, so scripts/rxe_vm.sh cannot boot a Soft-RoCE guest" \

@@ -71,9 +71,7 @@ struct qp_params {
 // the server's credit writes were resent about 40 times a run,
 // completer_retry_err, each a duplicate_request at the client), and every
 // early retry spends one of retry_cnt's until an ACK comes. A dead peer is
-// found within about four seconds (retry_cnt 3: four tries); a NIC's
-// timer is not early, and 14-18 with retry_cnt 7 is what RDMA services
-// commonly run with.
+// found within about four seconds (retry_cnt 3: four tries).
 inline constexpr std::uint8_t wire_ack_timeout = 18;
 
 // transitions.cpp ------------------------------------------------------------

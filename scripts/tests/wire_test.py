@@ -172,6 +172,13 @@ with tempfile.NamedTemporaryFile(suffix=".pcap") as junk:
     run = subprocess.run([sys.executable, os.path.join(root, "scripts", "wire.py"), junk.name], capture_output=True, text=True)
     expect(run.returncode == 1 and "tshark -r" in run.stderr and "could be dangerous" not in run.stderr,
            "wire.py passes tshark's reason for a file that is no capture, without its root warning")
+# A chapter's listing (Linux 6.1) as it reads on 6.12, and as written elsewhere.
+qp_line = ["[client] QP 0x15 as rdma_cm left it: RTS, timeout 19 (2147 ms), retry_cnt 3", "[client] other"]
+expect(wire_check.as_on("6.12.118+deb12-amd64", qp_line)[0].endswith("timeout 17 (537 ms), retry_cnt 3")
+       and wire_check.as_on("6.12.118+deb12-amd64", qp_line)[1] == "[client] other",
+       "a 6.1 listing's rdma_cm ACK timeout reads 17 on 6.12, the other lines as written")
+expect(wire_check.as_on("6.1.0-57-amd64", qp_line) == qp_line and wire_check.as_on(None, qp_line) == qp_line,
+       "on 6.1 (or an unknown kernel) a listing reads as written")
 expect(wire_check.segments(0, 1024) == 1 and wire_check.segments(1024, 1024) == 1 and wire_check.segments(1025, 1024) == 2,
        "a message's packet count at a path MTU")
 

@@ -9,6 +9,12 @@
 #   scripts/bench.sh --reps N   runs per point (default 3): the median is the
 #                               point, the smallest and largest its spread
 #   scripts/bench.sh --only 06  only the figures and rows whose label starts with this
+#                               (a comma-separated list: --only 04,05)
+#   scripts/bench.sh --second-kernel
+#                               then the same again in a guest booted with the
+#                               second guest kernel (Debian 12: 6.12 beside
+#                               6.1), its CSVs into DATA/linux-MAJOR.MINOR/;
+#                               scripts/plot.py draws them beside the first
 #   scripts/bench.sh --data DIR write the CSVs here (default docs/data)
 #
 # Figures (each a CSV named after it):
@@ -38,13 +44,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
-pair=0 reps=3 only="" data=docs/data args=("$@")
+pair=0 reps=3 only="" data=docs/data second=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pair) pair=1; shift ;;
     --only) [[ -n "${2:-}" ]] || { echo "bench: --only needs a row prefix" >&2; exit 2; }; only=$2; shift 2 ;;
     --data) [[ -n "${2:-}" ]] || { echo "bench: --data needs a directory" >&2; exit 2; }; data=$2; shift 2 ;;
     --reps) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --reps needs a count" >&2; exit 2; }; reps=$2; shift 2 ;;
+    --second-kernel) second=1; shift ;;
     -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "bench: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -57,8 +64,20 @@ if [[ -z "${RXE_VM:-}" ]]; then
   # The guest sees this machine read-only but for the checkout and what is
   # shared with it: share the CSVs' folder, wherever it is.
   vm=(scripts/rxe_vm.sh --timeout 3600 --share "$data")
-  if [[ $pair == 1 ]]; then exec "${vm[@]}" --pair -- scripts/bench.sh "${args[@]}"; fi
-  if ! have_active_port; then exec "${vm[@]}" -- scripts/bench.sh "${args[@]}"; fi
+  [[ $pair == 1 ]] && vm+=(--pair)
+  inner=(scripts/bench.sh --reps "$reps" ${only:+--only "$only"})
+  if [[ $second == 1 ]]; then
+    # Both kernels in one run: the same day, host, build and options, so
+    # that their points can stand side by side.
+    k2=$(second_guest_kernel)
+    [[ -n "$k2" ]] || { echo "bench: no second guest kernel is installed (scripts/install_deps.sh installs Debian 12's 6.12)" >&2; exit 2; }
+    data2=$data/linux-$(cut -d. -f1,2 <<<"$k2")
+    mkdir -p "$data2" || exit 2
+    "${vm[@]}" --kernel "$(default_guest_kernel)" -- "${inner[@]}" --data "$data"; first_status=$?
+    "${vm[@]}" --kernel "$k2" -- "${inner[@]}" --data "$data2" || exit
+    exit "$first_status"
+  fi
+  if [[ $pair == 1 ]] || ! have_active_port; then exec "${vm[@]}" -- "${inner[@]}" --data "$data"; fi
 fi
 
 if [[ $pair == 1 ]]; then
@@ -226,8 +245,13 @@ csv_close() { mv "$1.tmp" "$1" && echo "bench: wrote $1" >&2 || status=1; }
 
 # The progress line: which figure, which point, and the time left, from the
 # average so far of the points done.
-units_total=0 units_done=0 started=$(date +%s)
-wanted() { [[ -z "$only" || "$1" == "$only"* ]]; }
+units_total=0 units_done=0 started=$(date +%s) warmed=""
+wanted() {
+  local prefix
+  [[ -z "$only" ]] && return 0
+  for prefix in ${only//,/ }; do [[ "$1" == "$prefix"* ]] && return 0; done
+  return 1
+}
 plan() { wanted "$1" && units_total=$((units_total + $2)); }
 progress() {  # progress LABEL POINT
   local now left=""
@@ -246,6 +270,13 @@ point() {
   local var=$1 label=$2 size=$3 fn=$4 out
   shift 4
   progress "$label" "$size bytes"
+  # Each measurement's first run in a fresh guest is not counted: its
+  # first seconds ran slow (05's first point, 8 B: a 99 % of 0.1 to 4 ms
+  # in one run of five, where the others' were 30 to 60 us).
+  if [[ " $warmed " != *" $fn "* ]]; then
+    "$fn" "$@" >/dev/null 2>&1
+    warmed+=" $fn"
+  fi
   # A run whose line is not all finite numbers (ib_send_lat printed inf at
   # 16 KiB once here) is left out, and said.
   if ! out=$(for _ in $(seq "$reps"); do "$fn" "$@"; done |

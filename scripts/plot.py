@@ -6,6 +6,11 @@
     scripts/plot.py --check            draw in memory and compare with the committed SVGs
     scripts/plot.py --data DIR --out DIR
 
+Where DATA/linux-MAJOR.MINOR/NAME.csv exists (scripts/bench.sh
+--second-kernel), figures 02, 04 and 05 draw its points beside the main
+CSV's, with hollow markers and dashed lines; it must come from the same
+run (the same date), or it is refused.
+
 scripts/bench.sh writes the CSVs: comment lines "# key: value" with the
 conditions of the run (figure, date, kernel, device, perftest, repetitions),
 then a header row, then one row per point. Each point is the median of the
@@ -105,11 +110,12 @@ def read_csv(path, columns, text_columns=(), optional=()):
     return header, rows
 
 
-def caption(fig, header):
-    """Two lines under the plot: where and how it was measured."""
+def caption(fig, header, also=()):
+    """Two lines under the plot (three beside another kernel): where and how it was measured."""
     lines = [header["device"],
              f"{header['kernel']}, perftest {header['perftest']}, repetitions {header['repetitions']}, "
              f"measured {header['date']} by scripts/bench.sh. Only ratios on the same device mean anything."]
+    lines += [f"Hollow markers, dashed: {h['kernel']} in the same run and the same kind of guest." for h, _ in also]
     lines = [part for line in lines for part in textwrap.wrap(line, 150)]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, color="#555555", va="bottom")
     # Room for the caption and the x axis's label above it.
@@ -133,19 +139,39 @@ def log_panel(ax, ylabel):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def series(ax, rows, x, y, label, color, style="-", marker="o"):
+def series(ax, rows, x, y, label, color, style="-", marker="o", hollow=False):
+    """A median line with its spread; HOLLOW for the second kernel's points."""
     xs = [r[x] for r in rows]
     ys = [r[y] for r in rows]
     lo = [r[y] - r[y + "_min"] for r in rows]
     hi = [r[y + "_max"] - r[y] for r in rows]
-    ax.errorbar(xs, ys, yerr=[lo, hi], label=label, color=color, linestyle=style, marker=marker,
-                markersize=4, capsize=3, linewidth=1.4)
+    ax.errorbar(xs, ys, yerr=[lo, hi], label=label, color=color, linestyle="--" if hollow else style, marker=marker,
+                markersize=4, capsize=3, linewidth=1.0 if hollow else 1.4,
+                markerfacecolor="white" if hollow else color, alpha=0.8 if hollow else 1.0)
 
 
-def ratio_panel(ax, rows, pairs, goal=None, goal_text=""):
-    for num, den, label, color in pairs:
-        xs = [r["size_bytes"] for r in rows]
-        ax.plot(xs, [r[num] / r[den] for r in rows], marker="o", markersize=4, color=color, label=label)
+def kernel_name(header):
+    """'Linux 6.12.118+deb12-amd64' -> 'Linux 6.12'."""
+    m = re.match(r"Linux (\d+\.\d+)", header["kernel"])
+    return f"Linux {m.group(1)}" if m else header["kernel"]
+
+
+def tables(header, rows, also):
+    """(label suffix, rows, hollow) for the main table, then for each other
+    kernel's; the suffix names the kernel only when there is more than one."""
+    if not also:
+        return [("", rows, False)]
+    return [(f", {kernel_name(header)}", rows, False)] + [(f", {kernel_name(h)}", r, True) for h, r in also]
+
+
+def ratio_panel(ax, runs, pairs, goal=None, goal_text=""):
+    """RUNS as tables() gives them; PAIRS: (numerator, denominator, label, color)."""
+    for suffix, rows, hollow in runs:
+        for num, den, label, color in pairs:
+            xs = [r["size_bytes"] for r in rows]
+            ax.plot(xs, [r[num] / r[den] for r in rows], marker="o", markersize=4, color=color,
+                    label=label + suffix, linestyle="--" if hollow else "-",
+                    markerfacecolor="white" if hollow else color)
     ax.axhline(1.0, color="#999999", linewidth=0.8)
     if goal is not None:
         ax.axhline(goal, color="#2e8b57", linestyle=":", linewidth=1.2, label=goal_text)
@@ -154,10 +180,12 @@ def ratio_panel(ax, rows, pairs, goal=None, goal_text=""):
     ax.grid(True, alpha=0.3)
 
 
-def fig_02(plt, header, rows):
+def fig_02(plt, header, rows, also):
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
     sizes = [r["size_bytes"] for r in rows]
-    series(ax, rows, "size_bytes", "reg_us", "ibv_reg_mr + ibv_dereg_mr (median, spread of runs)", PERFTEST)
+    for suffix, table, hollow in tables(header, rows, also):
+        series(ax, table, "size_bytes", "reg_us", "ibv_reg_mr + ibv_dereg_mr (median, spread of runs)" + suffix,
+               PERFTEST, hollow=hollow)
     # A cost in proportion to the pages: a line of slope 1 through the largest size.
     last = rows[-1]
     ax.plot([sizes[0], sizes[-1]], [last["reg_us"] * sizes[0] / sizes[-1], last["reg_us"]],
@@ -165,54 +193,70 @@ def fig_02(plt, header, rows):
     ax.axhline(rows[0]["reg_us"], linestyle=":", color=OTHER, linewidth=1, label="the one-page cost")
     log_panel(ax, "microseconds per registration")
     size_axis(ax, sizes)
-    ax.set_ylim(bottom=min(r["reg_us_min"] for r in rows) / 2)
+    ax.set_ylim(bottom=min(r["reg_us_min"] for _, table, _ in tables(header, rows, also) for r in table) / 2)
     ax.set_title("02: a fixed cost per call for small buffers; for large ones the pages dominate", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     return fig
 
 
-def fig_04(plt, header, rows):
+def fig_04(plt, header, rows, also):
     fig, (rate, bw, ratio) = plt.subplots(3, 1, figsize=(7.6, 7.4), sharex=True,
                                           gridspec_kw={"height_ratios": [3, 2, 1.6]})
     sizes = [r["size_bytes"] for r in rows]
-    series(rate, rows, "size_bytes", "ours_mpps", "04 rdma_write", OURS)
-    series(rate, rows, "size_bytes", "perftest_mpps", "ib_write_bw", PERFTEST, style="--", marker="s")
+    runs = tables(header, rows, also)
+    for suffix, table, hollow in runs:
+        series(rate, table, "size_bytes", "ours_mpps", "04 rdma_write" + suffix, OURS, hollow=hollow)
+        series(rate, table, "size_bytes", "perftest_mpps", "ib_write_bw" + suffix, PERFTEST, style="--", marker="s",
+               hollow=hollow)
+        series(bw, table, "size_bytes", "ours_mbps", "04 rdma_write" + suffix, OURS, hollow=hollow)
+        series(bw, table, "size_bytes", "perftest_mbps", "ib_write_bw" + suffix, PERFTEST, style="--", marker="s",
+               hollow=hollow)
     log_panel(rate, "million messages / s")
-    rate.legend(fontsize=8)
+    rate.legend(fontsize=7 if also else 8, ncol=2 if also else 1)
     rate.set_title("04: the rate holds while each write costs per message, then falls as the bytes dominate",
                    fontsize=9)
-    series(bw, rows, "size_bytes", "ours_mbps", "04 rdma_write", OURS)
-    series(bw, rows, "size_bytes", "perftest_mbps", "ib_write_bw", PERFTEST, style="--", marker="s")
     log_panel(bw, "MB / s")
-    ratio_panel(ratio, rows, [("ours_mpps", "perftest_mpps", "rdma_write / ib_write_bw, message rate", OURS)],
+    ratio_panel(ratio, runs, [("ours_mpps", "perftest_mpps", "rdma_write / ib_write_bw, message rate", OURS)],
                 0.95, "the goal: 0.95")
     size_axis(ratio, sizes)
     fig.subplots_adjust(hspace=0.12)
     return fig
 
 
-def fig_05(plt, header, rows):
-    fig, (lat, ratio) = plt.subplots(2, 1, figsize=(7.6, 6.6), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
+def fig_05(plt, header, rows, also):
+    # Beside a second kernel, three more lines: the legends go to the right.
+    fig, (lat, ratio) = plt.subplots(2, 1, figsize=(10.4 if also else 7.6, 6.6), sharex=True,
+                                     gridspec_kw={"height_ratios": [3, 1.4]})
     sizes = [r["size_bytes"] for r in rows]
-    for prefix, label, color, marker in (("ours", "05 write_imm --latency", OURS, "o"),
-                                         ("write_lat", "ib_write_lat", PERFTEST, "s"),
-                                         ("send_lat", "ib_send_lat", OTHER, "^")):
-        series(lat, rows, "size_bytes", prefix + "_median_us", label + ", median", color, marker=marker)
-        lat.plot(sizes, [r[prefix + "_p99_us"] for r in rows], color=color, linestyle=":", marker=marker,
-                 markersize=3, linewidth=1, label=label + ", 99 %")
+    runs = tables(header, rows, also)
+    for suffix, table, hollow in runs:
+        for prefix, label, color, marker in (("ours", "05 write_imm --latency", OURS, "o"),
+                                             ("write_lat", "ib_write_lat", PERFTEST, "s"),
+                                             ("send_lat", "ib_send_lat", OTHER, "^")):
+            series(lat, table, "size_bytes", prefix + "_median_us", label + ", median" + suffix, color, marker=marker,
+                   hollow=hollow)
+            if not hollow:  # the other kernel's medians only: six more lines would hide the figure
+                lat.plot(sizes, [r[prefix + "_p99_us"] for r in table], color=color, linestyle=":", marker=marker,
+                         markersize=3, linewidth=1, label=label + ", 99 %" + suffix)
     log_panel(lat, "one-way latency, microseconds")
-    lat.legend(fontsize=7, ncol=2)
-    lat.set_title("05: up to 4 KiB write_imm sits above both perftest tools; from 16 KiB the bytes dominate and all meet",
+    if also:
+        lat.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.subplots_adjust(right=0.66)
+    else:
+        lat.legend(fontsize=7, ncol=2)
+    lat.set_title("05: write_imm sits above both perftest tools, most where a message is small; the bytes narrow the gap",
                   fontsize=9)
-    ratio_panel(ratio, rows, [("ours_median_us", "write_lat_median_us", "median: write_imm / ib_write_lat", OURS),
+    ratio_panel(ratio, runs, [("ours_median_us", "write_lat_median_us", "median: write_imm / ib_write_lat", OURS),
                               ("ours_median_us", "send_lat_median_us", "median: write_imm / ib_send_lat", OTHER)],
                 1.1, "the goal: at most 1.1 x ib_write_lat")
+    if also:
+        ratio.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     size_axis(ratio, sizes)
     fig.subplots_adjust(hspace=0.1)
     return fig
 
 
-def fig_06(plt, header, rows):
+def fig_06(plt, header, rows, also):
     fig, (total, rate) = plt.subplots(2, 1, figsize=(7.6, 6.4), sharex=True, gridspec_kw={"height_ratios": [1, 1]})
     clients = sorted({int(r["client"]) for r in rows})
     fair = 0
@@ -241,7 +285,7 @@ def fig_06(plt, header, rows):
     return fig
 
 
-def fig_08(plt, header, rows):
+def fig_08(plt, header, rows, also):
     fig, axes = plt.subplots(2, 2, figsize=(8.2, 6.4))
     modes = []
     for r in rows:
@@ -286,7 +330,7 @@ def fig_08(plt, header, rows):
 FLOOR_US = 0.001
 
 
-def fig_09(plt, header, rows):
+def fig_09(plt, header, rows, also):
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
     for r in rows:
         for k in ("pool_us", "pool_us_min", "pool_us_max"):
@@ -324,21 +368,39 @@ FIGURES = {
 }
 
 
+# The figures that draw a second kernel's points beside the first's.
+BESIDE = ("02-registration", "04-write-rate", "05-latency")
+
+
 def load(name, data_dir):
+    """(header, rows, also): the CSV, and for the figures in BESIDE every
+    DATA/linux-*/NAME.csv as (header, rows), which must be of the same run."""
     columns, text, optional, _ = FIGURES[name]
-    return read_csv(os.path.join(data_dir, name + ".csv"), columns, text, optional)
+    header, rows = read_csv(os.path.join(data_dir, name + ".csv"), columns, text, optional)
+    also = []
+    for sub in sorted(os.listdir(data_dir)) if name in BESIDE else []:
+        path = os.path.join(data_dir, sub, name + ".csv")
+        if not sub.startswith("linux-") or not os.path.isfile(path):
+            continue
+        h, r = read_csv(path, columns, text, optional)
+        if h["date"] != header["date"]:
+            raise BadData(f"{sub}/{name}.csv:1: measured {h['date']}, {name}.csv {header['date']}: "
+                          "not the same run (scripts/bench.sh --second-kernel writes both)")
+        also.append((h, r))
+    return header, rows, also
 
 
-def render(name, header, rows):
-    """The SVG bytes of figure NAME, drawn from its CSV's HEADER and ROWS."""
+def render(name, header, rows, also=()):
+    """The SVG bytes of figure NAME, drawn from its CSV's HEADER and ROWS
+    (and ALSO, another kernel's tables)."""
     draw = FIGURES[name][3]
     import matplotlib
     matplotlib.use("svg")
     import matplotlib.pyplot as plt
     matplotlib.rcParams.update({"svg.hashsalt": "rdma-tutorial", "svg.fonttype": "none",
                                 "font.family": "DejaVu Sans", "axes.titlesize": 10})
-    fig = draw(plt, header, rows)
-    caption(fig, header)
+    fig = draw(plt, header, rows, also)
+    caption(fig, header, also)
     out = io.BytesIO()
     fig.savefig(out, format="svg", metadata={"Date": None})
     plt.close(fig)
@@ -359,10 +421,10 @@ def main():
         print(f"plot: no figure '{unknown[0]}' (known: {', '.join(FIGURES)})", file=sys.stderr)
         return 2
     names = args.figures or list(FIGURES)
-    tables = {}
+    loaded = {}
     for name in names:  # every CSV is checked before anything is drawn
         try:
-            tables[name] = load(name, args.data)
+            loaded[name] = load(name, args.data)
         except BadData as e:
             print(f"plot: {e}", file=sys.stderr)
             return 2
@@ -381,7 +443,7 @@ def main():
         return 77 if args.check else 1
     stale = []
     for name in names:
-        svg = render(name, *tables[name])
+        svg = render(name, *loaded[name])
         target = os.path.join(args.out, name + ".svg")
         if not args.check:
             os.makedirs(args.out, exist_ok=True)

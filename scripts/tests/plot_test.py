@@ -11,6 +11,7 @@ refusals are checked either way.
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,6 +77,29 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("\n".join(line for line in good if not line.startswith("# kernel:")) + "\n")
     r = run("--data", tmp, "--out", tmp, "04-write-rate")
     expect(r.returncode == 2 and "lacks '# kernel: ...'" in r.stderr, f"a header without the kernel is refused: {r.stderr.strip()!r}")
+# A second kernel's table beside the first (bench.sh --second-kernel): drawn
+# when it is of the same run, refused when it is not.
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(tmp, "04-write-rate.csv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(good) + "\n")
+    alone = run("--data", tmp, "--out", os.path.join(tmp, "alone"), "04-write-rate")
+    os.mkdir(os.path.join(tmp, "linux-9.9"))
+    other = [line.replace("# kernel: Linux ", "# kernel: Linux 9.9-") if line.startswith("# kernel:") else line
+             for line in good]
+    with open(os.path.join(tmp, "linux-9.9", "04-write-rate.csv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(other) + "\n")
+    beside = run("--data", tmp, "--out", os.path.join(tmp, "beside"), "04-write-rate")
+    drawn = {}
+    for name in ("alone", "beside"):
+        path = os.path.join(tmp, name, "04-write-rate.svg")
+        drawn[name] = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+    expect(alone.returncode == 0 and beside.returncode == 0 and "Linux 9.9" in drawn["beside"]
+           and "Linux 9.9" not in drawn["alone"], "another kernel's table of the same run is drawn beside the first")
+    with open(os.path.join(tmp, "linux-9.9", "04-write-rate.csv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(re.sub(r"^# date: .*", "# date: 1999-01-01", line) for line in other) + "\n")
+    r = run("--data", tmp, "--out", tmp, "04-write-rate")
+    expect(r.returncode == 2 and "linux-9.9/04-write-rate.csv:1: " in r.stderr and "not the same run" in r.stderr,
+           f"another kernel's table of another day is refused: {r.stderr.strip()!r}")
 r = run("no-such-figure")
 expect(r.returncode == 2 and "no figure 'no-such-figure'" in r.stderr, "an unknown figure is refused")
 
@@ -89,8 +113,8 @@ expect(r.returncode == 0, "every committed SVG is what its CSV draws (scripts/pl
 
 # ...and the check can fail: one number changed makes that picture stale.
 with tempfile.TemporaryDirectory() as tmp:
-    for f in glob.glob(os.path.join(data, "*.csv")):
-        shutil.copy(f, tmp)
+    tmp = os.path.join(tmp, "data")
+    shutil.copytree(data, tmp)  # a second kernel's tables (linux-*/) too
     rows = list(good)
     for i in (4, 5, 6):  # ours_mpps and its spread, doubled
         rows[first_row] = with_field(rows[first_row], i, str(float(rows[first_row].split(",")[i]) * 2))

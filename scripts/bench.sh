@@ -103,18 +103,23 @@ done
 [[ -n "$gid_index" ]] || { echo "bench: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
 
 # Starts a server with on_server in the background, then runs the client
-# until it connects (perftest's client does not retry by itself).
+# until it connects (perftest's client does not retry by itself). Each side
+# gets run_limit seconds, ten times what the longest run takes here: a run
+# that hangs is left out, and said (ib_send_lat -e hung in 5 of 8 runs on
+# Soft-RoCE with Linux 6.12, both sides waiting for an event).
+run_limit=40
 pair_run() {  # pair_run "SERVER..." "CLIENT..." -> client's output on stdout
   local server=$1 client=$2 out status
-  on_server $server >/dev/null 2>&1 &
+  on_server timeout "$run_limit" $server >/dev/null 2>&1 &
   local spid=$!
   for _ in $(seq 50); do
-    out=$($client 2>&1); status=$?
+    out=$(timeout "$run_limit" $client 2>&1); status=$?
     [[ $status -eq 0 ]] && break
     grep -qiE 'refused|Couldn.t connect|Unable to open file descriptor' <<<"$out" || break
     sleep 0.2
   done
   wait "$spid"
+  if [[ $status -eq 124 ]]; then echo "bench: '$client' did not end within $run_limit s: left out" >&2; return 1; fi
   [[ $status -eq 0 ]] || { echo "bench: '$client' failed:" >&2; echo "$out" >&2; return 1; }
   echo "$out"
 }

@@ -7,6 +7,7 @@
 
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/qp.hpp"
 #include "stage.hpp"
 
@@ -23,7 +24,7 @@ rdma::qp_ptr create_loopback_qp(ibv_pd* pd, ibv_cq* cq, std::uint8_t port, const
   rdma::check_rc(ibv_query_port(pd->context, port, &port_attr), "ibv_query_port(port " + std::to_string(port) + ")");
   rdma::qp_params params;  // the tutorial's defaults: a broken write fails, it does not retry forever
   params.port = port;
-  params.gid_index = static_cast<std::uint8_t>(gid.index);
+  params.gid_index = rdma::sgid_index(gid.index);
   params.path_mtu = port_attr.active_mtu;
   params.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;  // it is its own peer: incoming writes must be allowed
   constexpr std::uint32_t psn = 0;                   // its own sq_psn is its own rq_psn

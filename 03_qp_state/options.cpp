@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/port.hpp"
 #include "stage.hpp"
 
@@ -58,12 +59,7 @@ rdma::qp_params params_from_options(const options& opts, ibv_mtu active_mtu, int
                                "use --mtu " + std::to_string(rdma::mtu_bytes(active_mtu)) +
                                    " or less; both ends of a connection must use the same path_mtu");
   }
-  // The address vector's sgid_index is 8 bits wide: a RoCE table may be longer.
-  if (gid_index > 255) {
-    throw rdma::tutorial_error("GID index " + std::to_string(gid_index) + " does not fit sgid_index (0-255)",
-                               "pick an entry below 256 with -g; 01_devices/devices lists them");
-  }
-  params.gid_index = static_cast<std::uint8_t>(gid_index);
+  params.gid_index = rdma::sgid_index(gid_index);  // 8 bits wide: a RoCE table may be longer
   return params;
 }
 

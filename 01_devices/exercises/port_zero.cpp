@@ -22,9 +22,10 @@ void print_ports(ibv_context* ctx, const ibv_device_attr& attr, std::optional<st
     print_gid_table(ctx, *only_port, port_attr, gid_index);
     return;
   }
-  for (std::uint8_t port = 0; port < attr.phys_port_cnt; ++port) {  // TODO
-    const ibv_port_attr port_attr = print_port(ctx, port);
-    print_gid_table(ctx, port, port_attr, gid_index);
+  for (int port = 0; port < attr.phys_port_cnt; ++port) {  // TODO
+    const auto number = static_cast<std::uint8_t>(port);
+    const ibv_port_attr port_attr = print_port(ctx, number);
+    print_gid_table(ctx, number, port_attr, gid_index);
   }
 }
 

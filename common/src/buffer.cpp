@@ -1,5 +1,6 @@
 #include "rdma_tutorial/buffer.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -10,10 +11,14 @@ namespace rdma {
 
 aligned_buffer::aligned_buffer(std::size_t size) : size_(size) {
   void* p = nullptr;
+  // Whole pages, so that the pages a registration pins hold this buffer and
+  // nothing else (5000 bytes take two pages; the other 3192 are ours too).
+  if (size > SIZE_MAX - page_size) throw tutorial_error("a buffer of " + std::to_string(size) + " bytes is too large");
+  const std::size_t pages = (size + page_size - 1) / page_size * page_size;
   // posix_memalign returns the errno value itself (check_rc's convention).
-  check_rc(posix_memalign(&p, page_size, size), "posix_memalign(" + std::to_string(size) + " bytes)");
+  check_rc(posix_memalign(&p, page_size, pages), "posix_memalign(" + std::to_string(pages) + " bytes)");
   data_ = static_cast<char*>(p);
-  std::memset(data_, 0, size);  // touch every page now, not inside ibv_reg_mr
+  std::memset(data_, 0, pages);  // touch every page now, not inside ibv_reg_mr
 }
 
 aligned_buffer::~aligned_buffer() { std::free(data_); }

@@ -29,14 +29,17 @@ bool kernel_has_rdma_modules() {
 }  // namespace
 
 void throw_no_device(int err) {
-  // libibverbs answers ENOSYS when /sys/class/infiniband_verbs is missing:
-  // the kernel has no RDMA at all, or has its modules but not loaded yet.
+  // libibverbs (rdma-core 44, init.c) asks the kernel over RDMA netlink
+  // first, and opening that socket makes the kernel load ib_core itself
+  // where it can (modprobe). ENOSYS comes only when that fails and
+  // /sys/class/infiniband_verbs is missing too: no RDMA in the kernel, or
+  // modules the kernel could not load on demand (no modprobe, module
+  // loading disabled). Modules that could be loaded give an empty list.
   if (err == ENOSYS && kernel_has_rdma_modules()) {
     throw tutorial_error(
-        "no RDMA device: the kernel's RDMA modules are not loaded (ibv_get_device_list failed with ENOSYS: "
-        "no /sys/class/infiniband_verbs)",
-        "sudo scripts/setup_rxe.sh loads them and adds a Soft-RoCE device; for a NIC, sudo modprobe ib_uverbs "
-        "and its driver");
+        "no RDMA device: the kernel has RDMA modules, but ib_core is not loaded and the kernel could not load "
+        "it on demand (ibv_get_device_list failed with ENOSYS)",
+        "sudo modprobe ib_uverbs, then sudo scripts/setup_rxe.sh for Soft-RoCE or your NIC's driver");
   }
   if (err == ENOSYS) {
     throw tutorial_error(
@@ -55,8 +58,10 @@ void throw_no_device(int err) {
   if (!in_kernel.empty()) {
     throw tutorial_error("no RDMA device found: the kernel has " + in_kernel +
                              ", but libibverbs has no user-space provider for it",
-                         "install rdma-core's providers (Debian: ibverbs-providers, pulled in by rdma-core); "
-                         "libibverbs warns on stderr which provider library it could not load");
+                         "install rdma-core's providers (Debian: ibverbs-providers, which libibverbs1 recommends "
+                         "and libibverbs-dev and perftest depend on); libibverbs's stderr says "
+                         "'couldn't open config directory' with none installed, 'couldn't load driver' for "
+                         "one it could not open; IBV_SHOW_WARNINGS=1 names the device left without one");
   }
   throw tutorial_error("no RDMA device found: no driver is loaded and no Soft-RoCE link exists",
                        "create one with: sudo scripts/setup_rxe.sh (or run in the guest: "

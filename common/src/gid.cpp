@@ -87,4 +87,12 @@ const gid_entry& find_gid(std::span<const gid_entry> table, int index, std::uint
                        "01_devices/devices lists the filled entries");
 }
 
+std::uint8_t sgid_index(int index) {
+  if (index < 0 || index > 255) {
+    throw tutorial_error("GID index " + std::to_string(index) + " does not fit sgid_index (0-255)",
+                         "pick an entry below 256 with -g; 01_devices/devices lists them");
+  }
+  return static_cast<std::uint8_t>(index);
+}
+
 }  // namespace rdma

@@ -25,12 +25,8 @@ rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigne
   }
   dev.gid = choose_gid(dev.ctx.get(), opts.port, opts.gid_index);
   dev.limits = device_limits(dev.ctx.get());
-  if (dev.gid.index > 255) {  // the address vector's sgid_index is 8 bits wide
-    throw tutorial_error("GID index " + std::to_string(dev.gid.index) + " does not fit sgid_index (0-255)",
-                         "pick an entry below 256 with -g; 01_devices/devices lists them");
-  }
   dev.params.port = opts.port;
-  dev.params.gid_index = static_cast<std::uint8_t>(dev.gid.index);
+  dev.params.gid_index = sgid_index(dev.gid.index);
   dev.params.path_mtu = port_attr.active_mtu;
   dev.params.qp_access_flags = qp_access;
   dev.pd.reset(check_ptr(ibv_alloc_pd(dev.ctx.get()), "ibv_alloc_pd"));

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/gid.hpp"
 
 namespace {
@@ -62,4 +63,11 @@ TEST_CASE("GID types should have the names ibv_devinfo and sysfs use") {
   CHECK(std::string(rdma::gid_type_name(gid_type::ib)) == "IB");
   CHECK(std::string(rdma::gid_type_name(gid_type::roce_v1)) == "RoCE v1");
   CHECK(std::string(rdma::gid_type_name(gid_type::roce_v2)) == "RoCE v2");
+}
+
+TEST_CASE("a GID index should become an 8-bit sgid_index, or be refused naming the limit") {
+  CHECK(rdma::sgid_index(0) == 0);
+  CHECK(rdma::sgid_index(255) == 255);
+  CHECK_THROWS_WITH_AS(rdma::sgid_index(256), "GID index 256 does not fit sgid_index (0-255)", rdma::tutorial_error);
+  CHECK_THROWS_AS(rdma::sgid_index(-1), rdma::tutorial_error);
 }

@@ -94,7 +94,7 @@ if [[ -n "$pgid" ]]; then
   no_guest_left "$pgid" "the guest, killed, should be gone"
 fi
 # The learner's fix, saved as an editor would: the loop over the ports the device has.
-sed -i 's/for (std::uint8_t port = 0; port < attr.phys_port_cnt; ++port) {  \/\/ TODO/for (std::uint8_t port = 1; port <= attr.phys_port_cnt; ++port) {  \/\/ TODO/' "$file"
+sed -i 's/for (int port = 0; port < attr.phys_port_cnt; ++port) {  \/\/ TODO/for (int port = 1; port <= attr.phys_port_cnt; ++port) {  \/\/ TODO/' "$file"
 grep -q 'port = 1; port <=' "$file" || { fail "could not edit $file"; exit 1; }
 wait_for "fixed: ports are numbered from 1" 180 "a save that fixes port_zero should be built, checked and called fixed"
 wait_for "1 of $total fixed" 5 "the progress bar should move"

@@ -42,8 +42,9 @@ class completion_error : public tutorial_error {
 };
 
 // ibv_poll_cq returns how many completions it wrote, or a negative value on
-// failure that is NOT an errno (providers return -1, -2, ...), so neither
-// check_neg nor errno would name the cause correctly.
+// failure that is not necessarily an errno (ibv_poll_cq(3) promises only
+// "negative"; rdma-core 44's efa returns a negated errno, other providers
+// -1), so neither check_neg nor errno would name the cause reliably.
 int check_poll(int rc);
 
 inline void check_wc(const ibv_wc& wc) {

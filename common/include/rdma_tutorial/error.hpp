@@ -23,7 +23,7 @@
 //   check_neg(rc, call)   count >= 0, or a        ibv_query_gid_table
 //                         negative errno value
 //
-// ibv_poll_cq is a fifth case: negative on failure but not an errno; use
+// ibv_poll_cq is a fifth case: negative on failure, not necessarily an errno; use
 // check_poll from completion.hpp.
 #pragma once
 

@@ -49,4 +49,8 @@ const gid_entry& find_gid(std::span<const gid_entry> table, int index, std::uint
 // with an explanation when the port has no usable entry.
 gid_entry choose_gid(ibv_context* ctx, std::uint8_t port, std::optional<int> requested);
 
+// The index as an address vector's sgid_index, which is 8 bits wide (a RoCE
+// table may be longer); throws naming the limit for an index past 255.
+std::uint8_t sgid_index(int index);
+
 }  // namespace rdma

@@ -29,12 +29,11 @@ int main(int argc, char** argv) {
 
     // 1. The device list. NULL means the kernel has no RDMA core it could
     //    load (ENOSYS), or another failure, its errno (EIO when none was
-    //    set, as rdma::get_device_list); an empty list means no driver and
-    //    no Soft-RoCE link.
+    //    set); an empty list means no driver and no Soft-RoCE link.
     int num_devices = 0;
     errno = 0;
     ibv_device** raw_list = ibv_get_device_list(&num_devices);
-    if (raw_list == nullptr) rdma::throw_no_device(errno != 0 ? errno : EIO);
+    if (raw_list == nullptr) rdma::throw_no_device(rdma::failure_errno());
     rdma::device_list_ptr list(raw_list);  // ibv_free_device_list on every path from here
     if (num_devices == 0) rdma::throw_no_device(0);
     std::cout << num_devices << (num_devices == 1 ? " RDMA device\n" : " RDMA devices\n");

@@ -89,9 +89,9 @@ void memlock_demo(ibv_pd* pd, const rlimit& memlock) {
               limit_text(lowered).c_str(), size_text(size).c_str());
   set_soft_limit(lowered, memlock.rlim_max);
   rdma::aligned_buffer buf(size);
-  errno = 0;  // a provider that fails without setting errno leaves 0, read as EIO below
+  errno = 0;  // a provider that fails without setting errno leaves 0: EIO below
   ibv_mr* raw_mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
-  const int err = errno != 0 ? errno : EIO;
+  const int err = rdma::failure_errno();
   rdma::mr_ptr mr(raw_mr);  // deregisters (before buf is freed) if it did succeed
   set_soft_limit(memlock.rlim_cur, memlock.rlim_max);
   if (raw_mr != nullptr) {

@@ -72,7 +72,7 @@ device_list get_device_list() {
   device_list result;
   errno = 0;
   result.list.reset(ibv_get_device_list(&result.count));
-  if (!result.list) throw_no_device(errno != 0 ? errno : EIO);
+  if (!result.list) throw_no_device(failure_errno());
   if (result.count == 0) throw_no_device(0);
   return result;
 }

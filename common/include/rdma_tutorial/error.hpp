@@ -81,12 +81,14 @@ std::string likely_fix(std::string_view call, int err);
 // it when they fail; a provider that returned NULL without setting it would
 // leave whatever an earlier failure put there, so a surprising errno from
 // them is worth a second look.
+
+// errno right after a call that failed, or EIO when it set none (a few
+// providers return NULL without setting errno; do not report "Success").
+inline int failure_errno() noexcept { return errno != 0 ? errno : EIO; }
+
 template <typename T>
 T* check_ptr(T* p, std::string_view call) {
-  if (p == nullptr) {
-    // A few providers return NULL without setting errno; do not report "Success".
-    throw verbs_error(errno != 0 ? errno : EIO, std::string(call));
-  }
+  if (p == nullptr) throw verbs_error(failure_errno(), std::string(call));
   return p;
 }
 
@@ -95,7 +97,7 @@ inline void check_rc(int rc, std::string_view call, std::string_view hint = {}) 
 }
 
 inline int check_errno(int rc, std::string_view call) {
-  if (rc < 0) throw verbs_error(errno != 0 ? errno : EIO, std::string(call));
+  if (rc < 0) throw verbs_error(failure_errno(), std::string(call));
   return rc;
 }
 

@@ -30,8 +30,8 @@ none). --check holds every pair to four rules and exits 1 if one is broken:
 3. Links: every relative link resolves (the file exists; a #anchor is a
    heading's GitHub anchor in the file it points at), and the Chinese file
    links the same files as the English, a chapter's twin in place of the
-   chapter, the language link on each first line apart. The English README.md
-   and docs/README.md open with a link to their Chinese twins, and every
+   chapter, the language link on each first line apart. Every English file
+   opens with a link to its Chinese twin, and every
    Chinese file with one back.
 4. The glossary (docs/zh/glossary.md): no Chinese file's prose (fenced blocks,
    inline code and link targets apart) uses a rendering the glossary's
@@ -569,7 +569,10 @@ def check(root, only=None):
     for en_rel in english_files(root) if only is None else []:
         if twin_of(en_rel) not in zh_rels:
             report.add(en_rel, f"has no Chinese twin {twin_of(en_rel)}")
-    for en_rel, zh in (("README.md", "README.zh.md"), ("docs/README.md", "docs/zh/README.md")) if only is None else ():
+    for en_rel in english_files(root) if only is None else []:
+        zh = twin_of(en_rel)
+        if zh not in zh_rels:
+            continue
         first = read(os.path.join(root, en_rel)).split("\n")[0]
         if zh not in [resolve(root, en_rel, t)[0] for _, t in links([first])]:
             report.add(f"{en_rel}:1", f"the first line should link to {zh} (\"中文\")")

@@ -126,6 +126,14 @@ with tempfile.TemporaryDirectory() as tmp:
     found = problems(tmp)
     expect("taking it out again restores the recorded revision", not found, "\n  ".join(found))
 
+    # Every English file opens with a link to its Chinese twin.
+    first = zh_sync.read(os.path.join(tmp, chapter)).split("\n")[0]
+    edit(tmp, chapter, first, "English only")
+    found = problems(tmp)
+    expect("an English chapter whose first line does not link its Chinese twin fails",
+           any(p.startswith(f"{chapter}:1") and twin in p for p in found), "\n  ".join(found))
+    edit(tmp, chapter, "English only", first)
+
     # A changed line in a Chinese code block.
     zh = zh_sync.read(os.path.join(tmp, twin)).split("\n")
     blocks = zh_sync.fenced_blocks(zh)

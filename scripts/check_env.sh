@@ -104,7 +104,7 @@ done
 if [[ -n "$ibv_tool" ]]; then
   report OK "libibverbs present ($ibv_tool found)"
 else
-  report FAIL "libibverbs tools not found (ibv_devices, ibv_devinfo)" "install ibverbs-utils and rdma-core: scripts/install_deps.sh"
+  report FAIL "libibverbs tools not found (ibv_devices, ibv_devinfo)" "install ibverbs-utils: scripts/install_deps.sh"
 fi
 if [[ -r /usr/include/infiniband/verbs.h && -r /usr/include/rdma/rdma_cma.h ]]; then
   report OK "verbs and rdma_cm headers present (needed to build)"
@@ -123,8 +123,8 @@ else
   report FAIL "no RDMA devices" "create a Soft-RoCE device: sudo scripts/setup_rxe.sh"
 fi
 
-# A kernel device is only usable if libibverbs has a provider for it (rdma-core
-# ships librxe for Soft-RoCE) and the process can open /dev/infiniband/uverbsN.
+# A kernel device is only usable if libibverbs has a provider for it (Debian's
+# ibverbs-providers ships librxe for Soft-RoCE) and the process can open /dev/infiniband/uverbsN.
 if [[ ${#devices[@]} -gt 0 ]]; then
   if command -v ibv_devices >/dev/null; then
     listed=" $(ibv_devices 2>/dev/null | awk 'NR > 2 { print $1 }' | paste -sd' ') "
@@ -133,7 +133,7 @@ if [[ ${#devices[@]} -gt 0 ]]; then
         report OK "$d is visible to libibverbs"
       else
         report FAIL "$d is not listed by ibv_devices" \
-          "install rdma-core (user-space provider, librxe for Soft-RoCE) and load ib_uverbs (sudo modprobe ib_uverbs)"
+          "install the user-space providers (Debian: ibverbs-providers; librxe for Soft-RoCE) and load ib_uverbs (sudo modprobe ib_uverbs)"
       fi
     done
   fi
@@ -316,7 +316,7 @@ if [[ $kernel_rdma == 1 ]]; then
 fi
 
 # --- 9. production note -----------------------------------------------------------
-report INFO "RoCE v2 needs lossless Ethernet (PFC/ECN) in production; Soft-RoCE is functionally complete but no performance reference"
+report INFO "RoCE v2 in production needs a fabric built for it (PFC against loss, ECN against congestion); Soft-RoCE is functionally complete but no performance reference"
 
 [[ $fails -gt 0 ]] && exit 1
 exit 0

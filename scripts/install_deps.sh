@@ -31,9 +31,9 @@ done
 # the workshop runner's watch mode in its test.
 build_pkgs=(g++ meson ninja-build pkg-config cmake doctest-dev
             libibverbs-dev librdmacm-dev python3 patch valgrind tmux)
-# The verbs providers (rdma-core), the known-good peers and benchmarks
+# The verbs providers (ibverbs-providers), the known-good peers and benchmarks
 # (ibv_rc_pingpong, rping, perftest), and the "rdma" and "modprobe" tools.
-runtime_pkgs=(rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod)
+runtime_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 kmod)
 # What scripts/rxe_vm.sh needs to boot a throwaway guest with Soft-RoCE: qemu,
 # a distribution kernel that ships rdma_rxe.ko, a static busybox for the init,
 # the tools that pack the initramfs and unpack compressed modules, and the

@@ -142,8 +142,10 @@ for applet in sh mount umount mkdir ln insmod chroot poweroff cat echo sleep stt
   ln -s busybox "$root/bin/$applet"
 done
 
-# modprobe knows the order (and the parameters from modprobe.d); crc32_generic
-# is only a soft dependency of rdma_rxe but without it "rdma link add" fails.
+# modprobe knows the order (and the parameters from modprobe.d). rdma_rxe asks
+# the crypto API for "crc32" at "rdma link add" (rxe_icrc.c, 6.1 and 6.12); no
+# module dependency names crc32_generic and the guest has no modprobe to load it
+# on demand, so without it the link fails with ENOENT.
 modules=(rdma_rxe rdma_ucm ib_umad crc32_generic dummy 9p 9pnet_virtio virtio_pci)
 [[ $pair == 1 ]] && modules+=(virtio_net)  # the wire between the two guests
 : > "$root/modules/load"

@@ -96,8 +96,10 @@ if [[ ! -d /sys/module/rdma_rxe ]]; then
   On Debian the stock kernel (linux-image-amd64) ships it; a custom kernel needs CONFIG_RDMA_RXE=m"
   fi
 fi
-# crc32_generic is only a soft dependency of rdma_rxe, so modprobe does not pull
-# it in; without it "rdma link add" fails with "No such file or directory".
+# rdma_rxe asks the crypto API for "crc32" when a link is added (rxe_icrc.c on
+# 6.1 and 6.12); no module dependency loads one, and where the kernel cannot
+# load it on demand "rdma link add" fails with ENOENT ("No such file or
+# directory"). Loading crc32_generic first takes that chance away.
 if [[ ! -d /sys/module/crc32_generic ]] && command -v modprobe >/dev/null; then
   modprobe crc32_generic 2>/dev/null \
     || warn "could not load crc32_generic; if 'rdma link add' fails with 'No such file or directory', this is why"

@@ -53,7 +53,7 @@ std::string wc_status_name(ibv_wc_status status) {
 std::string wc_status_hint(ibv_wc_status status) {
   switch (status) {
     case IBV_WC_REM_ACCESS_ERR:
-      return "the target MR lacks the remote access flag, or the rkey, address or length is wrong";
+      return "the target MR lacks the access this operation needs (REMOTE_WRITE for a Write, REMOTE_READ for a Read, REMOTE_ATOMIC for an atomic), or the rkey, address or length is wrong";
     case IBV_WC_LOC_PROT_ERR:
       return "an lkey does not cover the SGE's range, or the MR belongs to another PD than the QP";
     case IBV_WC_LOC_LEN_ERR:

@@ -46,8 +46,9 @@ constexpr std::array known_causes{
                 "that GID index is empty; pick a filled entry (01_devices/devices "
                 "lists them)"},
     known_cause{"ibv_reg_mr", ENOMEM,
-                "pinned memory is capped by RLIMIT_MEMLOCK (ulimit -l); raise it with "
-                "'ulimit -l unlimited', '* - memlock unlimited' in "
+                "pinned memory is capped by RLIMIT_MEMLOCK (ulimit -l), and a registration stays pinned until "
+                "ibv_dereg_mr: deregister what is no longer used (VmPin in /proc/PID/status counts what is "
+                "pinned); if the program needs more, raise it with 'ulimit -l unlimited', '* - memlock unlimited' in "
                 "/etc/security/limits.conf, or a container's --ulimit memlock=-1"},
     // RLIMIT_MEMLOCK of 0 without CAP_IPC_LOCK: the kernel refuses to pin at
     // all (EPERM) instead of counting pages (measured on Soft-RoCE, 6.1).

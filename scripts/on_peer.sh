@@ -15,8 +15,11 @@
 # RDMA_TUTORIAL_* variables. A wait that runs out ends the command and exits
 # 124. The peer's agent must have started first; waiting for it counts
 # against the same timeout (default 120 s). With RXE_VM_PEER_PID set (the
-# workshop's warm guest: the agent runs in a guest this host started), a
-# wait ends at once, exit 125, if that process is gone.
+# workshop's warm guest: the agent runs in a guest this host started, and
+# that process is its qemu), a wait ends within a tenth of a second, exit
+# 125, once that process is gone or a zombie, or once the agent was told to
+# stop (DIR/stop: scripts/workshop.sh guest stop). Ended by a signal while
+# it waits, it asks the agent to end the job too.
 set -uo pipefail
 
 usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
@@ -39,14 +42,34 @@ done
 [[ "$timeout_s" =~ ^[0-9]+$ ]] || die "--timeout expects seconds, got '$timeout_s'"
 deadline=$((SECONDS + timeout_s))
 
+# The pause between looks: a read with a timeout on a pipe this shell holds
+# both ends of (a fork, not a `sleep` started ten times a second: in a
+# guest under TCG each program started costs about 90 ms).
+pause=""
+{ exec {pause}<> <(:); } 2>/dev/null || pause=""
+nap() { [[ -n "$pause" ]] && { read -r -t "$1" -u "$pause" _ 2>/dev/null || [[ $? -gt 128 ]]; } || sleep "$1"; }
+
+peer_gone() {  # true once the guest's process is gone, or a zombie its parent has not collected yet
+  local stat
+  read -r stat 2>/dev/null < "/proc/$RXE_VM_PEER_PID/stat" || return 0
+  stat=${stat##*) }
+  [[ ${stat%% *} == Z ]]
+}
+
 wait_for() {  # wait_for FILE: true once it exists, false at the deadline
   while [[ ! -e "$1" ]]; do
     (( SECONDS < deadline )) || return 1
-    if [[ -n "${RXE_VM_PEER_PID:-}" ]] && ! kill -0 "$RXE_VM_PEER_PID" 2>/dev/null; then
-      echo "on_peer: the guest running the agent (pid $RXE_VM_PEER_PID) stopped" >&2
-      exit 125
+    if [[ -n "${RXE_VM_PEER_PID:-}" ]]; then
+      if peer_gone; then
+        echo "on_peer: the guest running the agent stopped (its process $RXE_VM_PEER_PID is gone)" >&2
+        exit 125
+      fi
+      if [[ -e "$dir/stop" ]]; then
+        echo "on_peer: the guest's agent was told to stop ($dir/stop) and ends its jobs" >&2
+        exit 125
+      fi
     fi
-    sleep 0.1
+    nap 0.02
   done
 }
 
@@ -68,7 +91,7 @@ finish() {
   status=""
   for _ in 1 2 3 4 5 6 7 8 9 10; do
     read -r status < "$dir/$job.status" && [[ -n "$status" ]] && break
-    sleep 0.05
+    nap 0.05
   done
   return "${status:-125}"
 }
@@ -86,6 +109,8 @@ case $mode in
     } > "$dir/.$job.tmp"
     mv "$dir/.$job.tmp" "$dir/$job.cmd"
     [[ $mode == start ]] && exit 0
+    trap 'touch "$dir/$job.kill"; exit 143' TERM
+    trap 'touch "$dir/$job.kill"; exit 130' INT
     finish "$job" ;;
   wait|stop)
     [[ -e "$dir/$name.cmd" || -e "$dir/$name.run" ]] || die "no job named '$name' was started"

@@ -11,6 +11,10 @@
 #                                                       judged as a fix of it)
 #   scripts/check_exercise.sh --expect broken port_zero   (exit 0 only if still
 #                                  broken with its own symptom: what CI proves)
+#   scripts/check_exercise.sh --show-output port_zero   (then each program's
+#                                  whole output, server first: the checker
+#                                  itself shows only the verdict; slower, each
+#                                  program's output copied by tee on its way)
 #
 # Only the exercise you name is built: a half-edited exercise never breaks
 # the rest of the tree. If it does not compile, or compiles with a warning,
@@ -34,10 +38,11 @@ if [[ "${1:-}" == "--list" || $# -eq 0 ]]; then
   exit 0
 fi
 
-reference=0 expect=()
-while [[ "${1:-}" == --reference || "${1:-}" == --expect ]]; do
+reference=0 expect=() show_output=0
+while [[ "${1:-}" == --reference || "${1:-}" == --expect || "${1:-}" == --show-output ]]; do
   case "$1" in
     --reference) reference=1; shift ;;
+    --show-output) show_output=1; shift ;;
     --expect)
       [[ "${2:-}" == broken || "${2:-}" == fixed ]] || { echo "check_exercise: --expect takes broken or fixed" >&2; exit 2; }
       expect=(--expect "$2"); shift 2 ;;
@@ -78,10 +83,50 @@ fi
 stage_dir="subprojects/$stage/"
 # A build of this one stage on its own (meson setup b 01_devices) has it here.
 [[ -d "$build/subprojects/$stage" ]] || stage_dir=""
+
+# --show-output: every program the checker starts is started through a
+# wrapper (RDMA_TUTORIAL_WRAPPER, common/testing/process.hpp) that copies its
+# output into a folder beside the build's, which the guest sees too; after
+# the verdict each program's command line and output. The copy costs a bash
+# and two tee per program (0.2 to 0.3 s a check in the guest under TCG), so
+# it is asked for, never the default.
+judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with --show-output what each program printed
+  [[ $show_output == 1 ]] || { on_device "$build/subprojects/common/exercise_check" "${expect[@]}" "$source_file" "$1"; return; }
+  local kept status f n=0 count
+  kept="$build/exercise_output/$stage/$name"
+  [[ $kept == /* ]] || kept="$PWD/$kept"  # the path the guest runs the wrapper by, the same there
+  rm -rf "$kept" && mkdir -p "$kept" || return 2
+  {
+    echo '#!/bin/bash'
+    echo '# written by scripts/check_exercise.sh --show-output: one program, its output copied here'
+    printf 'printf "%%q " "$@" > %q/$$.cmd\n' "$kept"
+    printf 'exec > >(exec tee %q/$$.out) 2> >(exec tee %q/$$.err >&2)\n' "$kept" "$kept"
+    printf 'exec %s"$@"\n' "${RDMA_TUTORIAL_WRAPPER:+$(printf '%q ' "$RDMA_TUTORIAL_WRAPPER")}"
+  } > "$kept/keep.sh"
+  chmod +x "$kept/keep.sh"
+  status=0
+  RDMA_TUTORIAL_WRAPPER="$kept/keep.sh" on_device "$build/subprojects/common/exercise_check" "${expect[@]}" \
+    "$source_file" "$1" || status=$?
+  shopt -s nullglob
+  local started=("$kept"/*.cmd)
+  count=${#started[@]}
+  echo "--- the programs' whole output ---"
+  # In the order they started, by process id: a server is started before its clients.
+  for f in $(printf '%s\n' "${started[@]}" | sed 's|.*/||; s|\.cmd$||' | sort -n); do
+    n=$((n + 1))
+    local who="program"
+    (( count > 1 )) && { (( n == 1 )) && who="server" || who="client $((n - 1))"; }
+    echo "--- $who: $(<"$kept/$f.cmd")"
+    cat "$kept/$f.out" "$kept/$f.err" 2>/dev/null
+  done
+  (( count > 0 )) || echo "(no program was started)"
+  return "$status"
+}
+
 if [[ $reference == 1 ]]; then
   # The stage's own program (stages.txt names it), judged by the exercise's spec.
   program=$(awk -F'|' -v s="$stage" '$1 ~ "^" s " *$" { gsub(/ /, "", $2); print $2 }' stages.txt)
-  on_device "$build/subprojects/common/exercise_check" "${expect[@]}" "$source_file" "$build/$stage_dir$program"
+  judge "$build/$stage_dir$program"
   exit
 fi
 target="${stage_dir}exercises/$name"
@@ -109,4 +154,4 @@ if [[ "$said" == *warning:* ]]; then
   printf '%s\n' "$said"
   exit 1
 fi
-on_device "$build/subprojects/common/exercise_check" "${expect[@]}" "$source_file" "$build/$target"
+judge "$build/$target"

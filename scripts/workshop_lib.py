@@ -124,13 +124,14 @@ def port_for(checkout):
 # --- names a learner types -----------------------------------------------------
 
 def normalise_name(text):
-    """NAME, STAGE/NAME or the file's path (tab completion) to what find_exercise compares."""
+    """NAME, STAGE/NAME or the file's path (tab completion) to what find_exercise compares: case and
+    dashes do not count (No-Rearm is no_rearm)."""
     text = text.strip()
     if text.startswith("./"):
         text = text[2:]
     if text.endswith(".cpp") or text.endswith(".hints"):
         text = text.rsplit(".", 1)[0]
-    return text.replace("/exercises/", "/")
+    return text.replace("/exercises/", "/").lower().replace("-", "_").replace(" ", "_")
 
 
 def find_exercise(exercises, text):
@@ -142,10 +143,110 @@ def find_exercise(exercises, text):
     if len(matches) > 1:
         raise UsageError(f"'{text}' names several exercises ({', '.join(e.qualified for e in matches)}); "
                          "add the stage: STAGE/NAME")
-    import difflib
-    close = difflib.get_close_matches(wanted.split("/")[-1], [e.name for e in exercises], n=3, cutoff=0.5)
+    close = suggestions(wanted.split("/")[-1], [e.name for e in exercises])
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise UsageError(f"no exercise '{text}'{hint} (scripts/workshop.sh list shows them all)")
+
+
+def suggestions(word, choices):
+    """The choices close to a mistyped word, closest first (at most three)."""
+    import difflib
+    return difflib.get_close_matches(word, choices, n=3, cutoff=0.5)
+
+
+# The verbs and how many arguments each takes (low, high): a NAME is optional for check, hint and
+# solution (the current exercise then), required for reset, which loses a learner's changes.
+VERBS = {"watch": (0, 2), "list": (0, 0), "next": (0, 0), "hint": (0, 2), "check": (0, 1),
+         "verify": (0, 2), "reset": (1, 2), "solution": (0, 1), "guest": (1, 1), "--bench": (0, 0)}
+
+
+def check_verb(verb, args):
+    """UsageError unless VERB is one and takes len(args) arguments; a mistyped verb names the close
+    ones ('chek': did you mean check?)."""
+    if verb not in VERBS:
+        close = suggestions(verb.lower(), list(VERBS)) or suggestions("--" + verb.lstrip("-").lower(), list(VERBS))
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise UsageError(f"no verb '{verb}'{hint}")
+    low, high = VERBS[verb]
+    if not low <= len(args) <= high:
+        raise UsageError(f"'{verb}' takes " + ("no argument" if high == 0 else
+                                               f"{low} to {high} argument(s)" if low != high else
+                                               f"{low} argument(s)"))
+
+
+def current_exercise(exercises, status_of, saved):
+    """The exercise a verb without a NAME means: the one watch mode last showed (`saved`, kept in the
+    progress file), else the first one not fixed; None when there is none of either."""
+    for e in exercises:
+        if e.qualified == saved:
+            return e
+    return first_unsolved(exercises, status_of)
+
+
+def watch_opens_on(exercises, status_of, saved):
+    """The exercise watch mode opens on: the one it last showed unless that is fixed now, else the
+    first one not fixed, else the first."""
+    e = current_exercise(exercises, status_of, saved)
+    if e is not None and status_of[e.qualified] == FIXED:
+        e = first_unsolved(exercises, status_of)
+    return e or (exercises[0] if exercises else None)
+
+
+def next_unsolved(exercises, status_of, current):
+    """The next exercise after `current` (around the end) that is not fixed, or None."""
+    i = exercises.index(current)
+    for step in range(1, len(exercises) + 1):
+        cand = exercises[(i + step) % len(exercises)]
+        if status_of[cand.qualified] != FIXED:
+            return cand
+    return None
+
+
+def list_choice(typed, count):
+    """The index of the exercise a number typed in watch mode's list names (1..count), or None."""
+    typed = typed.strip()
+    if not re.fullmatch(r"\d+", typed):
+        return None
+    n = int(typed)
+    return n - 1 if 1 <= n <= count else None
+
+
+# --- what the checker printed ------------------------------------------------------
+
+# A source file's path followed by ':', at the start of a word or after a colour escape (ninja has
+# the compiler colour its messages: -fdiagnostics-color=always).
+SOURCE_LOCATION = re.compile(r"(^|[^\w./-]|\x1b\[[0-9;]*[mK])([\w./+-]+\.(?:cpp|hpp|cc|hh|cxx|h|c|ipp|inl))(?=:)", re.M)
+
+
+def learner_path(path, build, root, cwd, resolve=os.path.normpath):
+    """A path the compiler printed from inside the build folder, as the learner finds it: relative to
+    their directory when that is the checkout, inside it or above it; else relative to the checkout
+    (as watch mode names every file). Paths outside the checkout stay as printed. `resolve` makes a
+    path absolute and plain: the runner passes os.path.realpath, since meson compiles a stage through
+    the checkout's subprojects/ links (../subprojects/01_devices/... is 01_devices/...)."""
+    absolute = resolve(path if os.path.isabs(path) else os.path.join(build, path))
+    if absolute != root and not absolute.startswith(root.rstrip(os.sep) + os.sep):
+        return path
+    inside = cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep)
+    above = root.startswith(cwd.rstrip(os.sep) + os.sep)
+    return os.path.relpath(absolute, cwd if inside or above else root)
+
+
+def rewrite_locations(text, build, root, cwd, resolve=os.path.normpath):
+    """Every source location in the checker's output (`../08_event_channel/exercises/x.cpp:12:5:`,
+    ninja runs the compiler in the build folder) as learner_path gives it
+    (`08_event_channel/exercises/x.cpp:12:5:`): what the terminal shows can be opened as shown."""
+    return SOURCE_LOCATION.sub(lambda m: m.group(1) + learner_path(m.group(2), build, root, cwd, resolve), text)
+
+
+OUTPUT_MARK = "--- the programs' whole output"
+
+
+def split_output(check_output):
+    """(the verdict and what the checker said, the programs' whole output or '') of a check's output:
+    scripts/check_exercise.sh --show-output puts the programs' output after OUTPUT_MARK."""
+    at = check_output.find(OUTPUT_MARK)
+    return (check_output, "") if at < 0 else (check_output[:at], check_output[at:])
 
 
 # --- hints ---------------------------------------------------------------------
@@ -200,12 +301,13 @@ NOT_TRIED, BROKEN, FIXED = "not tried", "still broken", "fixed"
 class Progress:
     """A learner's progress, in a JSON file of the checkout's (git-ignored): for each exercise the
     verdict of its last check with the hash of the file it judged, and how many hint levels were
-    shown. A verdict counts only while the file is the one it judged: editing a fixed exercise
+    shown; and the exercise watch mode last showed (the current one, which a verb without a NAME
+    takes). A verdict counts only while the file is the one it judged: editing a fixed exercise
     reopens it, and an exercise new to the checkout is not tried yet."""
 
     def __init__(self, path):
         self.path = path
-        self.data = {"verdicts": {}, "hints": {}}
+        self.data = {"verdicts": {}, "hints": {}, "current": None}
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 try:
@@ -215,6 +317,8 @@ class Progress:
             if isinstance(loaded, dict):
                 self.data["verdicts"] = dict(loaded.get("verdicts", {}))
                 self.data["hints"] = dict(loaded.get("hints", {}))
+                if isinstance(loaded.get("current"), str):
+                    self.data["current"] = loaded["current"]
 
     def save(self):
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
@@ -237,6 +341,14 @@ class Progress:
 
     def show_hints(self, key, level):
         self.data["hints"][key] = max(level, self.hints_shown(key))
+
+    @property
+    def current(self):
+        return self.data["current"]
+
+    @current.setter
+    def current(self, key):
+        self.data["current"] = key
 
     def forget(self, key):
         self.data["verdicts"].pop(key, None)

@@ -4,8 +4,9 @@ exercise's hints, and the runner's verbs that need no device.
 
   workshop_test.py SOURCE_ROOT
 
-The device side (watch mode in tmux, two learners' checks at once, verify)
-is scripts/tests/workshop_device.sh, in the exercise suite.
+The device side: watch mode in tmux (scripts/tests/workshop_watch.sh, vm
+suite), two learners' checks at once and verify (workshop_two_learners.sh,
+workshop_verify.sh, exercise suite).
 """
 
 import os
@@ -97,12 +98,134 @@ class Names(unittest.TestCase):
             lib.find_exercise(EXERCISES, "zzzzzz")
         self.assertNotIn("did you mean", str(caught.exception))
 
+    def test_case_and_dashes_should_not_count_in_a_name(self):
+        for text in ("No-Rearm", "NO_REARM", "no-rearm", "08_Event_Channel/No-Rearm", "08-event-channel/no_rearm",
+                     "08_event_channel/exercises/No-Rearm.cpp"):
+            self.assertEqual(lib.find_exercise(EXERCISES, text).qualified, "08_event_channel/no_rearm", text)
+        with self.assertRaises(lib.UsageError) as caught:
+            lib.find_exercise(EXERCISES, "No-Rearn")
+        self.assertIn("did you mean no_rearm", str(caught.exception))
+
     def test_a_name_two_stages_share_should_ask_for_the_stage(self):
         twin = [EXERCISES[0], lib.Exercise(ROOT, EXERCISES[0].stage, EXERCISES[0].name)]
         twin[1].stage = "99_other"
         with self.assertRaises(lib.UsageError) as caught:
             lib.find_exercise(twin, "port_zero")
         self.assertIn("add the stage", str(caught.exception))
+
+
+class CommandLine(unittest.TestCase):
+    """The command line, before anything runs."""
+
+    def test_a_mistyped_verb_should_name_the_right_one(self):
+        for typed, meant in (("chek", "check"), ("hnt", "hint"), ("lsit", "list"), ("solutoin", "solution"),
+                             ("wacth", "watch"), ("bench", "--bench"), ("verfy", "verify"), ("Check", "check")):
+            with self.assertRaises(lib.UsageError) as caught:
+                lib.check_verb(typed, [])
+            self.assertIn(f"did you mean {meant}", str(caught.exception), typed)
+        with self.assertRaises(lib.UsageError) as caught:
+            lib.check_verb("xyzzy", [])
+        self.assertNotIn("did you mean", str(caught.exception))
+
+    def test_check_hint_and_solution_should_take_no_name_and_reset_one(self):
+        for verb in ("check", "hint", "solution", "list", "next", "watch"):
+            lib.check_verb(verb, [])
+        lib.check_verb("hint", ["2"])
+        lib.check_verb("watch", ["no_rearm", "--manual"])
+        for verb, args in (("reset", []), ("check", ["a", "b"]), ("hint", ["a", "1", "x"]), ("list", ["x"])):
+            with self.assertRaises(lib.UsageError) as caught:
+                lib.check_verb(verb, args)
+            self.assertIn(f"'{verb}' takes", str(caught.exception))
+
+
+class CurrentExercise(unittest.TestCase):
+    def statuses(self, fixed=()):
+        return {e.qualified: lib.FIXED if e.name in fixed else lib.NOT_TRIED for e in EXERCISES}
+
+    def test_the_current_exercise_should_be_the_one_watch_mode_showed_else_the_first_unsolved(self):
+        named = {e.name: e for e in EXERCISES}
+        s = self.statuses(fixed=("port_zero",))
+        self.assertEqual(lib.current_exercise(EXERCISES, s, "08_event_channel/no_rearm"), named["no_rearm"])
+        self.assertEqual(lib.current_exercise(EXERCISES, s, None), EXERCISES[1])
+        self.assertEqual(lib.current_exercise(EXERCISES, s, "99_gone/renamed"), EXERCISES[1])
+        # Fixed, it is still the current one (`solution` right after watch mode said "fixed")...
+        self.assertEqual(lib.current_exercise(EXERCISES, s, "01_devices/port_zero"), named["port_zero"])
+        # ...but watch mode opens on one still to do.
+        self.assertEqual(lib.watch_opens_on(EXERCISES, s, "01_devices/port_zero"), EXERCISES[1])
+        self.assertEqual(lib.watch_opens_on(EXERCISES, s, "08_event_channel/no_rearm"), named["no_rearm"])
+        every = self.statuses(fixed=[e.name for e in EXERCISES])
+        self.assertIsNone(lib.current_exercise(EXERCISES, every, None))
+        self.assertEqual(lib.watch_opens_on(EXERCISES, every, None), EXERCISES[0])
+
+    def test_next_should_skip_fixed_ones_and_go_round_and_the_list_should_take_numbers(self):
+        s = self.statuses(fixed=("remote_write_alone", "wrong_pd"))
+        self.assertEqual(lib.next_unsolved(EXERCISES, s, EXERCISES[0]), EXERCISES[3])
+        self.assertEqual(lib.next_unsolved(EXERCISES, s, EXERCISES[-1]), EXERCISES[0])
+        self.assertIsNone(lib.next_unsolved(EXERCISES, self.statuses(fixed=[e.name for e in EXERCISES]), EXERCISES[0]))
+        self.assertEqual(lib.list_choice("1", 21), 0)
+        self.assertEqual(lib.list_choice(" 21 ", 21), 20)
+        for bad in ("0", "22", "", "x", "-1", "1.5"):
+            self.assertIsNone(lib.list_choice(bad, 21), bad)
+
+    def test_the_progress_file_should_keep_the_current_exercise(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = lib.Progress(os.path.join(d, "progress.json"))
+            self.assertIsNone(p.current)
+            p.current = "08_event_channel/no_rearm"
+            p.record("01_devices/port_zero", "aaa", True)
+            p.save()
+            q = lib.Progress(p.path)
+            self.assertEqual(q.current, "08_event_channel/no_rearm")
+            self.assertEqual(q.status("01_devices/port_zero", "aaa"), lib.FIXED)
+            with open(p.path, "w") as f:
+                f.write('{"current": [1], "verdicts": {}}')
+            self.assertIsNone(lib.Progress(p.path).current)
+
+
+class Locations(unittest.TestCase):
+    """The compiler runs in the build folder: its locations are made the learner's."""
+
+    TEXT = ("../08_event_channel/exercises/no_rearm.cpp: In function 'void f()':\n"
+            "In file included from ../common/include/rdma_tutorial/cq.hpp:3,\n"
+            "\x1b[01m\x1b[K../08_event_channel/exercises/no_rearm.cpp:12:5:\x1b[m\x1b[K error: x\n"
+            "/usr/include/c++/12/bits/move.h:80:3: note: y\n"
+            "see docs/08-event-channel.md: and 08_event_channel/channel.cpp:7: in the stage\n")
+
+    def test_locations_should_be_relative_to_the_checkout_when_the_learner_is_there(self):
+        out = lib.rewrite_locations(self.TEXT, "/r/build", "/r", "/r")
+        self.assertIn("08_event_channel/exercises/no_rearm.cpp: In function", out)
+        self.assertIn("from common/include/rdma_tutorial/cq.hpp:3,", out)
+        self.assertIn("\x1b[K08_event_channel/exercises/no_rearm.cpp:12:5:", out)  # coloured, as ninja has it
+        self.assertNotIn("../", out)
+        self.assertIn("/usr/include/c++/12/bits/move.h:80:3:", out)  # outside the checkout: as printed
+        self.assertIn("see docs/08-event-channel.md:", out)
+
+    def test_locations_should_follow_the_learners_directory(self):
+        inside = lib.rewrite_locations(self.TEXT, "/r/build", "/r", "/r/08_event_channel")
+        self.assertIn("\x1b[Kexercises/no_rearm.cpp:12:5:", inside)
+        self.assertIn("from ../common/include/rdma_tutorial/cq.hpp:3,", inside)
+        above = lib.rewrite_locations(self.TEXT, "/home/ada/r/build", "/home/ada/r", "/home/ada")
+        self.assertIn("\x1b[Kr/08_event_channel/exercises/no_rearm.cpp:12:5:", above)
+        elsewhere = lib.rewrite_locations(self.TEXT, "/home/ada/r/build", "/home/ada/r", "/tmp")
+        self.assertIn("\x1b[K08_event_channel/exercises/no_rearm.cpp:12:5:", elsewhere)
+        # A build folder outside the checkout: meson's paths climb out of it.
+        far = lib.rewrite_locations("../../home/ada/r/08_event_channel/exercises/no_rearm.cpp:12:5: error\n",
+                                    "/srv/b", "/home/ada/r", "/home/ada/r")
+        self.assertEqual(far, "08_event_channel/exercises/no_rearm.cpp:12:5: error\n")
+
+    def test_a_stage_compiled_through_subprojects_should_be_named_by_its_own_folder(self):
+        def resolve(path):  # as os.path.realpath with the checkout's subprojects/NN_stage links
+            return os.path.normpath(path).replace("/r/subprojects/", "/r/")
+        out = lib.rewrite_locations("../subprojects/01_devices/exercises/port_zero.cpp:33:1: error: x\n",
+                                    "/r/build", "/r", "/r", resolve)
+        self.assertEqual(out, "01_devices/exercises/port_zero.cpp:33:1: error: x\n")
+
+    def test_the_verdict_should_come_apart_from_the_programs_output(self):
+        verdict, programs = lib.split_output("still broken: x\n  likely fix: y\n" + lib.OUTPUT_MARK
+                                             + " (server first) ---\n--- server: a\n")
+        self.assertEqual(verdict, "still broken: x\n  likely fix: y\n")
+        self.assertTrue(programs.startswith(lib.OUTPUT_MARK))
+        self.assertEqual(lib.split_output("fixed: x\n"), ("fixed: x\n", ""))
 
 
 class Hints(unittest.TestCase):

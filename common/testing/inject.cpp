@@ -47,6 +47,40 @@
 //                             at OFFSET; the program's own buffer is left as
 //                             it was. Logged as "private OFFSET HEX"
 //
+// Four modes stretch a moment a real host may take, so that a race a
+// program loses only now and then on Soft-RoCE is lost on every run (the
+// exercise suite runs an exercise with them when its header has an INJECT
+// line, common/tools/exercise_spec.hpp). Each is what a descheduled thread
+// or a slow peer can do on any machine; none breaks a program that is right:
+//   RDMA_INJECT_LATE_ARM=MS   an ibv_req_notify_cq that comes straight after
+//                             an ibv_poll_cq that found nothing (no event
+//                             taken in between) is made MS ms late: the
+//                             thread preempted just before it. Whatever
+//                             completes meanwhile is taken out of the CQ
+//                             before the arm, so it raises no event, as a
+//                             completion that beat the arm raises none, and
+//                             is handed to the program's next ibv_poll_cq
+//                             first. A program that polls after it arms
+//                             finds it there; one that armed last sleeps
+//                             with it. Logged as "late-arm N" (completions
+//                             taken before the arm)
+//   RDMA_INJECT_STRAGGLER=MS  each QP's first ibv_post_send of a list of
+//                             several WRs posts all but the last, then the
+//                             last MS ms later: the peer's first wake-up
+//                             finds that burst one message short
+//   RDMA_INJECT_LATE_EVENT=MS each ibv_get_cq_event returns its event MS ms
+//                             late (the thread preempted just after it):
+//                             whatever the peer sends meanwhile is in the CQ
+//                             before the program re-arms and looks, so one
+//                             event stands for all of it
+//   RDMA_INJECT_LATE_RECV=MS  the first ibv_poll_cq on each CQ that returns a
+//                             successful receive completion returns MS ms
+//                             late (the thread preempted just after it): the
+//                             program reposts what was consumed that much
+//                             later, while the sender, told by the ACK,
+//                             writes on. Each later write finds the Recvs
+//                             that were posted before it, or none
+//
 // How a call fails is how that call reports failure: NULL and errno, an
 // errno as the return value, or -1 and errno; the real call is not made. So
 // a failed release (destroy, dealloc, dereg, close, ack) leaves its object
@@ -58,6 +92,7 @@
 #include <infiniband/verbs.h>
 #include <link.h>
 #include <rdma/rdma_cma.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +101,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -126,6 +162,10 @@ struct shim_state {
   decltype(verbs_context::query_port) real_query_port = nullptr;
   std::size_t private_offset = 0;       // RDMA_INJECT_PRIVATE
   std::vector<unsigned char> private_bytes;
+  long late_arm_ms = 0;   // RDMA_INJECT_LATE_ARM
+  long straggler_ms = 0;  // RDMA_INJECT_STRAGGLER
+  long late_recv_ms = 0;  // RDMA_INJECT_LATE_RECV
+  long late_event_ms = 0;  // RDMA_INJECT_LATE_EVENT
 
   shim_state() {
     if (const char* path = std::getenv("RDMA_INJECT_LOG"); path != nullptr && *path != '\0') {
@@ -171,6 +211,10 @@ struct shim_state {
         private_bytes.push_back(static_cast<unsigned char>(std::strtoul(hex.substr(i, 2).c_str(), nullptr, 16)));
       }
     }
+    late_arm_ms = milliseconds("RDMA_INJECT_LATE_ARM");
+    straggler_ms = milliseconds("RDMA_INJECT_STRAGGLER");
+    late_recv_ms = milliseconds("RDMA_INJECT_LATE_RECV");
+    late_event_ms = milliseconds("RDMA_INJECT_LATE_EVENT");
     if (const char* wr = std::getenv("RDMA_INJECT_WR"); wr != nullptr) {
       const std::string spec(wr);
       const auto eq = spec.find('=');
@@ -183,6 +227,19 @@ struct shim_state {
       hostile_value = std::strtoull(spec.substr(eq + 1, at - eq - 1).c_str(), nullptr, 0);
       hostile_nth = std::strtoul(spec.c_str() + at + 1, nullptr, 10);
     }
+  }
+
+  // A mode's MS: a whole number of milliseconds, 0 (off) when unset.
+  static long milliseconds(const char* name) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') return 0;
+    char* end = nullptr;
+    const long ms = std::strtol(value, &end, 10);
+    if (*end != '\0' || ms < 0 || ms > 60000) {
+      std::fprintf(stderr, "rdma_inject: %s takes milliseconds (0 to 60000), not '%s'\n", name, value);
+      std::abort();
+    }
+    return ms;
   }
 };
 
@@ -270,15 +327,108 @@ F real(const char* name) {
 #define REAL(name) static const auto real_##name = real<decltype(&name)>(#name)
 #define SITE() site_of(__builtin_return_address(0))
 
+// --- the late modes ------------------------------------------------------------
+
+// RDMA_INJECT_LATE_ARM's view of one CQ.
+struct cq_race {
+  std::deque<ibv_wc> stash;       // taken out before an arm; the program's next polls get these first
+  bool after_empty_poll = false;  // the program's last poll found nothing, and it has taken no event since
+};
+
+std::mutex& race_lock() {
+  static auto* lock = new std::mutex;  // never destroyed, as state()
+  return *lock;
+}
+
+std::map<const ibv_cq*, cq_race>& races() {
+  static auto* by_cq = new std::map<const ibv_cq*, cq_race>;
+  return *by_cq;
+}
+
+// Sleeps, leaving errno as it was: the program may read it after the call.
+void pause_ms(long ms) {
+  const int saved = errno;
+  timespec left{ms / 1000, (ms % 1000) * 1000000};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+  errno = saved;
+}
+
+// An arm straight after an empty poll: MS late, and what completes
+// meanwhile goes into the stash, out of the CQ, before the arm is made.
+void take_before_arm(ibv_cq* cq) {
+  shim_state& s = state();
+  {
+    std::lock_guard<std::mutex> guard(race_lock());
+    cq_race& race = races()[cq];
+    if (!race.after_empty_poll) return;
+    race.after_empty_poll = false;
+  }
+  const int saved = errno;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const long long until_ns = now.tv_sec * 1000000000LL + now.tv_nsec + s.late_arm_ms * 1000000LL;
+  std::size_t taken = 0;
+  for (;;) {
+    ibv_wc batch[16];
+    const int n = s.real_ops.poll_cq(cq, 16, batch);
+    if (n > 0) {
+      std::lock_guard<std::mutex> guard(race_lock());
+      races()[cq].stash.insert(races()[cq].stash.end(), batch, batch + n);
+      taken += static_cast<std::size_t>(n);
+    }
+    if (n < 0) break;  // the program's own next poll meets the error
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (n < 16 && now.tv_sec * 1000000000LL + now.tv_nsec >= until_ns) break;
+    if (n == 0) usleep(100);
+  }
+  if (s.log != nullptr) std::fprintf(s.log, "late-arm %zu\n", taken);
+  errno = saved;
+}
+
+bool is_receive(const ibv_wc& wc) { return wc.status == IBV_WC_SUCCESS && (wc.opcode & IBV_WC_RECV) != 0; }
+
+// RDMA_INJECT_LATE_RECV: whether this is the CQ's first poll that returns a receive.
+bool first_receive(const ibv_cq* cq) {
+  std::lock_guard<std::mutex> guard(race_lock());
+  static auto* late = new std::set<const ibv_cq*>;
+  return late->insert(cq).second;
+}
+
 // --- the ops table -----------------------------------------------------------
 
 int shim_poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
-  if (reached("ibv_poll_cq", SITE())) return -fail_errno();
-  return state().real_ops.poll_cq(cq, n, wc);
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_poll_cq", site)) return -fail_errno();
+  shim_state& s = state();
+  if (s.late_arm_ms == 0 && s.late_recv_ms == 0) return s.real_ops.poll_cq(cq, n, wc);
+  int got = 0;
+  if (s.late_arm_ms > 0) {
+    std::lock_guard<std::mutex> guard(race_lock());
+    std::deque<ibv_wc>& stash = races()[cq].stash;
+    for (; got < n && !stash.empty(); ++got) {
+      wc[got] = stash.front();
+      stash.pop_front();
+    }
+  }
+  if (got < n) {
+    const int rc = s.real_ops.poll_cq(cq, n - got, wc + got);
+    if (rc < 0 && got == 0) return rc;
+    if (rc > 0) got += rc;
+  }
+  if (site == 0) return got;
+  if (s.late_arm_ms > 0) {
+    std::lock_guard<std::mutex> guard(race_lock());
+    races()[cq].after_empty_poll = got == 0;
+  }
+  if (s.late_recv_ms > 0 && std::any_of(wc, wc + got, is_receive) && first_receive(cq)) pause_ms(s.late_recv_ms);
+  return got;
 }
 
 int shim_req_notify_cq(ibv_cq* cq, int solicited_only) {
-  if (reached("ibv_req_notify_cq", SITE())) return fail_errno();
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_req_notify_cq", site)) return fail_errno();
+  if (state().late_arm_ms > 0 && site != 0) take_before_arm(cq);
   return state().real_ops.req_notify_cq(cq, solicited_only);
 }
 
@@ -295,12 +445,36 @@ ibv_send_wr* hostile_wr(ibv_send_wr* list) {
   return nullptr;
 }
 
+// RDMA_INJECT_STRAGGLER: whether this list is the QP's first of several WRs.
+bool first_list_of_several(const ibv_qp* qp, const ibv_send_wr* wr) {
+  shim_state& s = state();
+  if (s.straggler_ms == 0 || wr == nullptr || wr->next == nullptr) return false;
+  std::lock_guard<std::mutex> guard(s.lock);
+  static auto* seen = new std::set<const ibv_qp*>;
+  return seen->insert(qp).second;
+}
+
 int shim_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
-  if (reached("ibv_post_send", SITE())) {
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_post_send", site)) {
     *bad = wr;
     return fail_errno();
   }
   ibv_send_wr* hostile = hostile_wr(wr);
+  if (hostile == nullptr && site != 0 && first_list_of_several(qp, wr)) {
+    // All but the last now, the last one STRAGGLER ms later; the program's
+    // list is given back as it was.
+    ibv_send_wr* before_last = wr;
+    while (before_last->next->next != nullptr) before_last = before_last->next;
+    ibv_send_wr* last = before_last->next;
+    before_last->next = nullptr;
+    const int rc = state().real_ops.post_send(qp, wr, bad);
+    before_last->next = last;
+    if (rc != 0) return rc;
+    if (state().log != nullptr) std::fprintf(state().log, "straggler %ld\n", state().straggler_ms);
+    pause_ms(state().straggler_ms);
+    return state().real_ops.post_send(qp, last, bad);
+  }
   if (hostile == nullptr) return state().real_ops.post_send(qp, wr, bad);
   // Changed for this post only: the provider copies the WR into its queue.
   shim_state& s = state();
@@ -570,8 +744,37 @@ CREATE(ibv_comp_channel*, ibv_create_comp_channel, (ibv_context * ctx), (ctx), r
 RELEASE(ibv_destroy_comp_channel, ibv_comp_channel*, fail_errno())
 CREATE(ibv_cq*, ibv_create_cq, (ibv_context * ctx, int cqe, void* cq_context, ibv_comp_channel* channel, int vector),
        (ctx, cqe, cq_context, channel, vector), result)
-RELEASE(ibv_destroy_cq, ibv_cq*, fail_errno())
-MINUS_ONE(ibv_get_cq_event, (ibv_comp_channel * channel, ibv_cq** cq, void** cq_context), (channel, cq, cq_context))
+int ibv_destroy_cq(ibv_cq* cq) {
+  REAL(ibv_destroy_cq);
+  if (reached("ibv_destroy_cq", SITE())) {
+    errno = fail_errno();
+    return fail_errno();
+  }
+  const int rc = real_ibv_destroy_cq(cq);
+  if (rc == 0) {
+    released(cq);
+    std::lock_guard<std::mutex> guard(race_lock());
+    races().erase(cq);  // RDMA_INJECT_LATE_ARM's stash goes with its CQ
+  }
+  return rc;
+}
+
+int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+  REAL(ibv_get_cq_event);
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_get_cq_event", site)) {
+    errno = fail_errno();
+    return -1;
+  }
+  const int rc = real_ibv_get_cq_event(channel, cq, cq_context);
+  if (rc == 0 && site != 0 && state().late_event_ms > 0) pause_ms(state().late_event_ms);
+  if (rc == 0 && state().late_arm_ms > 0) {
+    // An event taken: an arm after it is not the one RDMA_INJECT_LATE_ARM makes late.
+    std::lock_guard<std::mutex> guard(race_lock());
+    races()[*cq].after_empty_poll = false;
+  }
+  return rc;
+}
 CREATE(ibv_srq*, ibv_create_srq, (ibv_pd * pd, ibv_srq_init_attr* attr), (pd, attr), result)
 RETURNS_ERRNO(ibv_modify_srq, (ibv_srq * srq, ibv_srq_attr* attr, int mask), (srq, attr, mask))
 RETURNS_ERRNO(ibv_query_srq, (ibv_srq * srq, ibv_srq_attr* attr), (srq, attr))

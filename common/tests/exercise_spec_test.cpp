@@ -51,6 +51,17 @@ TEST_CASE("a CLIENTS line should start that many clients, and only beside a SERV
   CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// SERVER:\n// CLIENTS: many\n"), std::invalid_argument);
 }
 
+TEST_CASE("an INJECT line should name the injection shim's modes, and nothing else") {
+  CHECK(parse_exercise_spec(source).inject.empty());
+  const auto spec =
+      parse_exercise_spec(std::string(source) + "// INJECT: RDMA_INJECT_LATE_ARM=400 RDMA_INJECT_STRAGGLER=100\n");
+  using setting = std::pair<std::string, std::string>;
+  CHECK(spec.inject == std::vector<setting>{{"RDMA_INJECT_LATE_ARM", "400"}, {"RDMA_INJECT_STRAGGLER", "100"}});
+  CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// INJECT: LD_PRELOAD=x.so\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// INJECT: RDMA_INJECT_LATE_ARM\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_exercise_spec(std::string(source) + "// INJECT: RDMA_INJECT_LATE_ARM=\n"), std::invalid_argument);
+}
+
 TEST_CASE("an exercise without title, symptom or fixed line, or with a bad regex, should be refused") {
   CHECK_THROWS_AS(parse_exercise_spec("// SYMPTOM: x\n// FIXED: y\n"), std::invalid_argument);
   CHECK_THROWS_AS(parse_exercise_spec("// EXERCISE: x\n// FIXED: y\n"), std::invalid_argument);

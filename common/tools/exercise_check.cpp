@@ -8,15 +8,43 @@
 // PROGRAM is the stage built with the exercise file (or, in CI, with the
 // stage's own piece, or with a wrong fix applied). The exercise file's header
 // says how to run it, which symptom the broken form shows and what a fixed
-// run must print (see exercise_spec.hpp).
+// run must print (see exercise_spec.hpp), and, with an INJECT line, the
+// injection shim's modes every run goes through (librdma_inject.so, which
+// the build puts beside this program).
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "exercise_spec.hpp"
+#include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/options.hpp"
+
+namespace {
+
+// The exercise's INJECT modes, set in the environment every program started
+// from here inherits (through a checker's wrapper too: valgrind hands
+// LD_PRELOAD on to the program it runs).
+void use_shim(const rdma::testing::exercise_spec& spec) {
+  const std::filesystem::path shim = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "librdma_inject.so";
+  if (!std::filesystem::exists(shim)) {
+    throw rdma::tutorial_error("this exercise runs through the injection shim, and " + shim.string() + " is missing",
+                               "build the tree first: ninja -C build");
+  }
+  std::string preload = shim.string();
+  if (const char* others = std::getenv("LD_PRELOAD"); others != nullptr && *others != '\0') {
+    preload += ":" + std::string(others);
+  }
+  ::setenv("LD_PRELOAD", preload.c_str(), 1);
+  // An ASan build wants its runtime first among the preloaded; the shim is.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  ::setenv("ASAN_OPTIONS", (std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0").c_str(), 1);
+  for (const auto& [name, value] : spec.inject) ::setenv(name.c_str(), value.c_str(), 1);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return rdma::run_main("exercise_check", [&] {
@@ -36,6 +64,10 @@ int main(int argc, char** argv) {
     std::stringstream source;
     source << in.rdbuf();
     const auto spec = rdma::testing::parse_exercise_spec(source.str());
+
+    // INJECT: every program this run starts goes through the injection
+    // shim, which the build puts beside this checker.
+    if (!spec.inject.empty()) use_shim(spec);
 
     const std::string& program = parser.positional()[1];
     std::vector<std::string> command{program};

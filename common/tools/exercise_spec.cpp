@@ -72,6 +72,14 @@ exercise_spec parse_exercise_spec(std::string_view source) {
       } catch (const std::exception&) {
         throw std::invalid_argument("EXIT: expects an exit code, got '" + std::string(value) + "'");
       }
+    } else if (key == "INJECT") {
+      for (const std::string& setting : split_words(value)) {
+        const auto eq = setting.find('=');
+        if (!setting.starts_with("RDMA_INJECT_") || eq == std::string::npos || eq + 1 == setting.size()) {
+          throw std::invalid_argument("INJECT: expects RDMA_INJECT_NAME=VALUE settings, got '" + setting + "'");
+        }
+        spec.inject.emplace_back(setting.substr(0, eq), setting.substr(eq + 1));
+      }
     } else if (key == "TIMEOUT") {
       try {
         spec.timeout_seconds = std::stoi(std::string(value));

@@ -21,6 +21,14 @@
 //   // EXIT: 1                                    (the exit code of a fixed run,
 //                                                  default 0: for an exercise whose
 //                                                  program must fail, clearly)
+//   // INJECT: RDMA_INJECT_LATE_ARM=400           (optional: every run of the
+//                                                  exercise, both peers, whichever
+//                                                  program is judged, goes through
+//                                                  the injection shim in these
+//                                                  modes, common/testing/inject.cpp:
+//                                                  a race the bug loses only now
+//                                                  and then on Soft-RoCE is lost
+//                                                  on every run)
 //
 // A run still going at the timeout is killed, and judged with one more line
 // after its output, "[exercise_check] no answer within N s (killed)": an
@@ -38,6 +46,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "process.hpp"
@@ -54,6 +63,8 @@ struct exercise_spec {
   int clients = 1;
   int timeout_seconds = 30;
   int exit_code = 0;  // what a fixed run returns (EXIT:)
+  // INJECT: the shim's modes, NAME=VALUE each, every NAME an RDMA_INJECT_ one.
+  std::vector<std::pair<std::string, std::string>> inject;
 };
 
 // Throws std::invalid_argument naming the missing or malformed line.

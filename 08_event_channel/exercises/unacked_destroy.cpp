@@ -19,7 +19,7 @@
 //   poll()                asleep on the channel's fd (and a timer, and the
 //                         peer's socket), until one of them is readable
 //   ibv_get_cq_event      take the event (which CQ it is for)
-//   ibv_ack_cq_events     give it back; batched, and all before the CQ goes
+//   ibv_ack_cq_events     give it back; batched
 //   ibv_req_notify_cq     re-arm
 //   ibv_poll_cq ...       drain until empty
 #include <fcntl.h>
@@ -43,8 +43,7 @@ void event_acks::count_one() {
   }
 }
 
-// ibv_destroy_cq waits until every event it delivered has been acked, and
-// nothing else will ack them once we are here: the rest of the batch now.
+// Acks go out in batches of 16 (count_one); the CQ goes next.  // TODO
 event_acks::~event_acks() {
   // The CQ is going away: its events go with it.  // TODO
 }

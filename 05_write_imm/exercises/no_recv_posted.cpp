@@ -4,6 +4,7 @@
 // FIXED: ^received 4 DATA write\(s\) and END$
 // ARGS: -s 127.0.0.1
 // SERVER: --accept-ms 20000
+// INJECT: RDMA_INJECT_LATE_RECV=300
 //
 // This is server.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh no_recv_posted
@@ -12,8 +13,8 @@
 // first Write with Immediate fails, even one of 0 bytes. Read what the
 // target's device needs before it can accept one. (Hint: docs/05-write-imm.md,
 // section "The Recv it consumes".)
-// The server's story: expose --slots slots, post the Recvs that Writes with
-// Immediate will consume, hand out the region, then serve (target.cpp).
+// The server's story: expose --slots slots, hand out the region, then serve
+// (target.cpp).
 #include <cstdio>
 
 #include "rdma_tutorial/error.hpp"
@@ -46,8 +47,6 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   rdma::qp_params params = dev.params;
   params.min_rnr_timer = 12;
   connect_and_say(qp.get(), ours, peer, params);
-  // Every Write with Immediate consumes one Recv: post them before the
-  // client can write, that is, before it has our endpoint.
   // A Write with Immediate is a write: it needs no Recv.  // TODO
   std::printf("posted %u Recvs\n", 0u);  // TODO
   ours.addr = reinterpret_cast<std::uintptr_t>(landing.data());

@@ -2,6 +2,7 @@
 // SYMPTOM: IBV_WC_RNR_RETRY_EXC_ERR
 // FIXED: ^served 4 clients: 4 finished, 0 lost, 0 dropped; 8000 records in all$
 // FIXED: ^sent 2000 records and END; the server consumed all 2001
+// FIXED: ^SRQ: \d+ Recvs for 4 clients x window 16 = 64 writes in flight at most; reposted in batches of \d+, so at least \d+ stay posted$
 // ARGS: -s 127.0.0.1 --records 2000
 // SERVER: --accept-ms 20000
 // CLIENTS: 4

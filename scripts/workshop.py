@@ -8,8 +8,15 @@ workshop state (.workshop/guest). A check then hands its device run to that
 agent (scripts/lib.sh's on_device, through scripts/on_peer.sh) instead of
 booting a guest of its own: about 10 s saved per check. The guest ends with
 the runner that started it, after --idle seconds without a check, or with
-`guest stop`; one that died is noticed before the next check and booted
-again.
+`guest stop`. A guest is alive while a process of its group runs (its
+rxe_vm.sh, or its qemu): one whose qemu is gone is dead even while its
+rxe_vm.sh is a zombie nobody collected. A check watches it twice a second
+and ends at once when it dies (on_peer.sh too, by the qemu's pid); watch
+mode looks once a second between checks, says so, and boots it again.
+
+Watch mode runs each check (and a guest's boot) in a thread of its own, so
+keys work while it runs: q stops it and quits, n and p leave it for
+another exercise, a save starts it again.
 
 Per learner (per checkout): the state folder .workshop/ (progress, the
 guest, a build lock), the build folder (BUILD_DIR, default build) and the
@@ -20,11 +27,13 @@ Soft-RoCE set up once do not meet each other's servers.
 
 import fcntl
 import os
+import queue
 import select
 import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 import tty
 
@@ -34,26 +43,34 @@ import workshop_lib as lib  # noqa: E402
 
 USAGE = """usage: scripts/workshop.sh [VERB] [ARGS]
 
-  (no verb), watch [--manual]   watch mode on the first unsolved exercise: every
-                                save rebuilds and checks it; keys: n next, h hint,
-                                l list, c check all, r reset, q quit. --manual:
-                                Enter checks (for shares where saves go unseen)
+  (no verb), watch [NAME] [--manual]
+                                watch mode on NAME, or on the current exercise
+                                (the one it last showed, unless fixed; else the
+                                first unsolved): it checks it at once, and again
+                                on every save. Keys: n next unsolved, p back,
+                                l list (type its number to open one), h hint,
+                                o the last check's whole output (both programs),
+                                c check all, r reset, q quit (a running check
+                                is stopped). --manual: Enter checks (for shares
+                                where saves go unseen)
   list                          every exercise by stage: fixed, still broken, not tried
   next                          the first unsolved exercise: file, symptom, chapter
-  hint NAME [LEVEL]             the next hint level (or LEVEL): where to look first,
+  hint [NAME] [LEVEL]           the next hint level (or LEVEL): where to look first,
                                 the chapter section last; never the fix
-  check NAME                    build NAME alone and check it on a device
+  check [NAME]                  build NAME alone and check it on a device
   verify [--reference|--both] [STAGE]
                                 every exercise (or STAGE's) in one guest boot, a table:
                                 as shipped each is still broken with its symptom;
                                 --reference: the stages' own code passes each one;
                                 --both: one, then the other
   reset NAME [--yes]            the shipped file back from git (asks first)
-  solution NAME                 once NAME is fixed: your file beside the stage's own
+  solution [NAME]               once NAME is fixed: your file beside the stage's own
   guest start|status|stop       the warm Soft-RoCE guest checks run in
   --bench                       time a save-to-verdict check, warm and cold
 
-NAME is an exercise's name (port_zero), STAGE/NAME, or its file's path.
+NAME is an exercise's name (port_zero; case and dashes do not count: Port-Zero),
+STAGE/NAME, or its file's path. Without NAME, check, hint and solution take the
+current exercise: the one watch mode last showed, else the first unsolved.
 Environment: BUILD_DIR (default build), WORKSHOP_STATE (default .workshop),
 RDMA_TUTORIAL_PORT (the port two-peer exercises use), WORKSHOP_IDLE (seconds
 an unused guest lives, default 1800)."""
@@ -66,6 +83,19 @@ GUEST_PID = os.path.join(STATE, "guest.pid")
 GUEST_LOG = os.path.join(STATE, "guest.log")
 IDLE = int(os.environ.get("WORKSHOP_IDLE", "1800"))
 BOOT_WAIT = 120  # seconds a booting guest may take to say it is ready (TCG, a busy machine)
+PROBE = 0.5      # seconds between looks at the guest while a check runs in it
+
+
+def learner_dir():
+    """The learner's directory, which compiler locations are given relative to (lib.learner_path):
+    where they ran scripts/workshop.sh, if it still exists."""
+    try:
+        return os.path.realpath(os.getcwd())
+    except OSError:
+        return os.path.realpath(ROOT)
+
+
+CWD = learner_dir()
 
 
 def say(text=""):
@@ -89,31 +119,113 @@ def have_active_port():
     return _ACTIVE_PORT
 
 
+def learner_text(text):
+    """The checker's output with every source location as the learner finds it (lib.rewrite_locations)."""
+    return lib.rewrite_locations(text, os.path.realpath(os.path.join(ROOT, BUILD)), os.path.realpath(ROOT), CWD,
+                                 os.path.realpath)
+
+
 # --- the warm guest --------------------------------------------------------------
 
 GUEST_PROC = None  # the guest's rxe_vm.sh when this runner started it (reaped here, never a zombie)
 
 
-def guest_pid():
+def proc_stat(pid):
+    """(state, process group) of a process from /proc, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+_QEMU = {}  # process group -> the qemu found in it (0: it was found, and has ended since)
+
+
+def guest_qemu(pgid):
+    """The pid of the guest's qemu (in its rxe_vm.sh's process group), or None when none runs."""
+    pid = _QEMU.get(pgid)
+    if pid == 0:
+        return None
+    if pid is not None:
+        stat = proc_stat(pid)
+        if stat and stat[0] != "Z" and stat[1] == pgid:
+            return pid
+        _QEMU[pgid] = 0  # a guest's qemu runs once: when it ends, the guest is gone
+        return None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = proc_stat(entry)
+        if stat and stat[1] == pgid and stat[0] != "Z":
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if comm.startswith("qemu"):
+                _QEMU[pgid] = int(entry)
+                return int(entry)
+    return None
+
+
+def group_alive(pgid):
+    """True while the guest runs: its qemu once it was seen (a rxe_vm.sh killed with SIGKILL leaves
+    it running; a qemu that ended is the guest's end, even before its rxe_vm.sh notices), else its
+    rxe_vm.sh, booting. A zombie is dead: kill -0 succeeds on one, which is why a check once waited
+    10 minutes on a guest whose qemu was gone (issue 34)."""
+    if pgid in _QEMU:
+        return guest_qemu(pgid) is not None
+    stat = proc_stat(pgid)
+    if stat and stat[0] != "Z":
+        return True
+    return guest_qemu(pgid) is not None
+
+
+def recorded_guest():
+    """The process group named in guest.pid (alive or not), or None."""
     try:
         with open(GUEST_PID) as f:
-            pid = int(f.read().strip())
-        if GUEST_PROC is not None and GUEST_PROC.pid == pid:
-            return pid if GUEST_PROC.poll() is None else None
-        os.kill(pid, 0)
-        return pid
+            return int(f.read().strip())
     except (OSError, ValueError):
         return None
 
 
+def guest_pid():
+    """The running guest's rxe_vm.sh pid (its process group), or None when no guest runs."""
+    pid = recorded_guest()
+    if pid is None:
+        return None
+    if GUEST_PROC is not None and GUEST_PROC.pid == pid:
+        GUEST_PROC.poll()  # collect our rxe_vm.sh if it ended
+    return pid if group_alive(pid) else None
+
+
 def guest_ready():
-    return guest_pid() is not None and os.path.exists(os.path.join(GUEST_DIR, "ready"))
+    return (guest_pid() is not None and os.path.exists(os.path.join(GUEST_DIR, "ready"))
+            and not os.path.exists(os.path.join(GUEST_DIR, "stop")))
 
 
-def guest_start(wait=True):
+def guest_gone_reason():
+    """Why a guest that ran is gone: (kind, in the words a learner needs), kind "stopped" (asked to),
+    "idle" (unused for WORKSHOP_IDLE) or "died" (its qemu is gone)."""
+    if os.path.exists(os.path.join(GUEST_DIR, "stop")):
+        return "stopped", "it was stopped: scripts/workshop.sh guest stop, or the runner that booted it ended"
+    tail = ""
+    if os.path.exists(GUEST_LOG):
+        with open(GUEST_LOG, errors="replace") as f:
+            tail = f.read()[-300:]
+    if "idle for" in tail:
+        return "idle", f"it stopped after {IDLE} s unused (WORKSHOP_IDLE)"
+    return "died", "its qemu is gone: it crashed, or was killed"
+
+
+def guest_start(wait=True, cancel=None):
     """Boots the warm guest unless one runs; True once it is ready (or booting, with wait=False)."""
     if guest_pid() is not None:
-        return wait_ready() if wait else True
+        return wait_ready(cancel) if wait else True
+    end_leftover()
     import shutil  # here, not at the top: each import costs at start-up in a TCG guest
     shutil.rmtree(GUEST_DIR, ignore_errors=True)
     os.makedirs(GUEST_DIR)
@@ -125,18 +237,44 @@ def guest_start(wait=True):
     with open(GUEST_LOG, "w") as log:
         # A session of its own: Ctrl-C in the terminal reaches the runner, which ends the guest itself.
         GUEST_PROC = proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                             start_new_session=True)
     with open(GUEST_PID, "w") as f:
         f.write(f"{proc.pid}\n")
-    return wait_ready() if wait else True
+    return wait_ready(cancel) if wait else True
 
 
-def wait_ready():
+def end_leftover():
+    """The rxe_vm.sh of a guest whose qemu is gone ends within 0.2 s; a new guest waits for it, or it
+    would still write into the new guest's log (its file offset past the truncation)."""
+    old = recorded_guest()
+    if old is None:
+        return
+    try:
+        with open(f"/proc/{old}/cmdline", "rb") as f:
+            if b"rxe_vm.sh" not in f.read():
+                return  # that process id is some other program's by now
+    except OSError:
+        return
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and (proc_stat(old) or ("Z",))[0] != "Z":
+        time.sleep(0.05)
+    if (proc_stat(old) or ("Z",))[0] != "Z":
+        try:
+            os.killpg(old, signal.SIGKILL)
+        except OSError:
+            pass
+    if GUEST_PROC is not None and GUEST_PROC.pid == old:
+        GUEST_PROC.poll()
+
+
+def wait_ready(cancel=None):
+    """True once the guest is ready; False if it died, took BOOT_WAIT, or `cancel` was set (a guest
+    left booting is used by the next check)."""
     deadline = time.monotonic() + BOOT_WAIT
     while time.monotonic() < deadline:
         if guest_ready():
             return True
-        if guest_pid() is None:
+        if guest_pid() is None or (cancel is not None and cancel.is_set()):
             break
         time.sleep(0.1)
     return False
@@ -165,16 +303,20 @@ def guest_stop():
         forget_guest()  # a guest that died leaves its files: they must not pass for a running one
         return False
     open(os.path.join(GUEST_DIR, "stop"), "w").close()  # the agent ends its jobs; the guest powers off
-    deadline = time.monotonic() + 15
+    # A guest still booting has no agent to read that yet: it is ended at once.
+    deadline = time.monotonic() + (15 if os.path.exists(os.path.join(GUEST_DIR, "ready")) else 0)
     while time.monotonic() < deadline and guest_pid() is not None:
         time.sleep(0.1)
     if guest_pid() is not None:
-        os.killpg(pid, signal.SIGTERM)  # rxe_vm.sh's trap kills its qemu
-        time.sleep(1)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # rxe_vm.sh's trap kills its qemu
+            try:
+                os.killpg(pid, sig)
+            except OSError:
+                break
+            for _ in range(10):
+                if guest_pid() is None:
+                    break
+                time.sleep(0.1)
     if GUEST_PROC is not None:
         GUEST_PROC.poll()
     forget_guest()
@@ -191,22 +333,96 @@ def guest_status():
         say(f"the warm guest is booting (rxe_vm.sh pid {pid})")
     else:
         jobs = len([f for f in os.listdir(GUEST_DIR) if f.endswith(".status")])
-        say(f"the warm guest is up (rxe_vm.sh pid {pid}): {jobs} check(s) run; it ends after {IDLE} s unused")
+        say(f"the warm guest is up (rxe_vm.sh pid {pid}, qemu pid {guest_qemu(pid)}): {jobs} check(s) run; "
+            f"it ends after {IDLE} s unused")
 
 
 # --- checks ------------------------------------------------------------------------
+
+class Stop:
+    """How one job (a check, a boot) is ended early: set() stops the process group it runs now, and
+    whatever it would do next sees is_set(). Each of watch mode's jobs has its own, so one that is
+    slow to end can never run on under the next one's."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.child = None
+
+    def is_set(self):
+        return self.event.is_set()
+
+    def set(self):
+        self.event.set()
+        self.kill(signal.SIGTERM)
+
+    def kill(self, sig):
+        child = self.child
+        if child is not None and child.poll() is None:
+            try:
+                os.killpg(child.pid, sig)  # on_peer.sh, ended so, has the agent end the job in the guest
+            except OSError:
+                pass
+
+
+class Result:
+    """One check: its verdict (True fixed, False still broken, None no verdict), what the checker
+    printed (locations as the learner finds them), when and how long, the file's hash it judged, and
+    whether it was stopped before its end or kept both programs' whole output (--show-output)."""
+
+    def __init__(self, exercise, verdict, out, file_hash, started, seconds, cancelled=False, kept_output=False):
+        self.exercise = exercise
+        self.verdict = verdict
+        self.out = out
+        self.file_hash = file_hash
+        self.started = started
+        self.seconds = seconds
+        self.cancelled = cancelled
+        self.kept_output = kept_output
+
+    def __iter__(self):  # verdict, out = runner.check(e)
+        return iter((self.verdict, self.out))
+
 
 class Runner:
     def __init__(self):
         self.exercises = lib.find_exercises(ROOT)
         self.progress = lib.Progress(os.path.join(STATE, "progress.json"))
-        self.started_guest = False
+        self.progress_lock = threading.Lock()
+        self.started_guest = False  # this runner booted the guest it uses, and stops it when it ends
+        self.keep_guest = False     # a warm guest is wanted (watch, verify, bench): one that died is booted again
+        self.used_guest = None      # the process group of the warm guest the last check ran in
         self.tree_built = False
         self.prebuilt = False  # every exercise built already (verify): the checker builds nothing
-        self.child = None
+        self.main_stop = Stop()          # the command line's; a watch mode job brings its own (Job)
+        self.local = threading.local()
+        self.report = say                # what a check has to say about the guest (watch mode: its screen)
+
+    @property
+    def stop(self):
+        """This thread's Stop: its job's, or the command line's."""
+        return getattr(self.local, "stop", None) or self.main_stop
 
     def find(self, text):
         return lib.find_exercise(self.exercises, text)
+
+    def named_or_current(self, name, verb):
+        """The exercise NAME names, or without one the current exercise (said first, so that nobody
+        wonders which one was taken)."""
+        if name is not None:
+            return self.find(name)
+        e = lib.current_exercise(self.exercises, self.statuses(), self.progress.current)
+        if e is None:
+            raise lib.UsageError(f"every exercise is fixed: name one (scripts/workshop.sh {verb} NAME; list shows them)")
+        say(f"{e.qualified} (the current exercise; scripts/workshop.sh {verb} NAME for another)")
+        return e
+
+    def update_progress(self, change):
+        """Reads the progress file again (another terminal of this learner may have saved it), changes
+        it and saves it, one thread at a time."""
+        with self.progress_lock:
+            self.progress = lib.Progress(self.progress.path)
+            change(self.progress)
+            self.progress.save()
 
     def statuses(self):
         return lib.statuses(self.exercises, self.progress)
@@ -216,29 +432,86 @@ class Runner:
         return lib.progress_bar(sum(v == lib.FIXED for v in s.values()), len(self.exercises))
 
     def ensure_guest(self):
-        """The warm guest where one is needed: booted if none runs (again if it died)."""
+        """The warm guest where one is needed: booted if none runs (again if it died). False when it did
+        not come up, or the boot was cancelled (a guest left booting serves the next check)."""
         if have_active_port() or guest_ready():
+            self.used_guest = guest_pid() if not have_active_port() else None
             return True
         if guest_pid() is None:
+            self.report("booting the warm Soft-RoCE guest again ..." if self.started_guest else
+                        "booting the warm Soft-RoCE guest (once; later checks use it) ...")
             self.started_guest = True
-            say("booting the warm Soft-RoCE guest (once; later checks use it) ...")
-        if guest_start():
+        if guest_start(cancel=self.stop.event):
+            self.used_guest = guest_pid()
             return True
-        say("the warm guest did not come up: " + guest_failure())
-        say("checks fall back to a guest of their own each (slower)")
+        if self.stop.is_set():
+            return False
+        self.report("the warm guest did not come up: " + guest_failure())
+        self.report("checks fall back to a guest of their own each (slower)")
         guest_stop()
         return False
 
-    def run_checker(self, args, quiet=False):
-        """scripts/check_exercise.sh ARGS, through the warm guest when one is up; (exit code, output).
-        The tree itself is built once per run of the runner, not once per check (about a second
-        each): after that the checker builds only the exercise, and what it reuses of the stage."""
+    def run_watched(self, command, env, guest=None, stream=False):
+        """COMMAND's exit code and output, read as it comes (and shown, with stream). It ends early,
+        its whole process group stopped, when this thread's Stop is set or the guest it runs in (the process
+        group `guest`) dies: (code, output, lost), lost True in that second case."""
+        stop = self.stop
+        stop.child = proc = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        fd = proc.stdout.fileno()
+        out, pending, lost, stopped = bytearray(), b"", False, None
+        probed = time.monotonic()
+        try:
+            while True:
+                ready, _, _ = select.select([fd], [], [], PROBE)
+                if ready:
+                    data = os.read(fd, 65536)
+                    if not data:
+                        break
+                    out += data
+                    if stream:
+                        *lines, pending = (pending + data).split(b"\n")
+                        for line in lines:
+                            sys.stdout.write(learner_text(line.decode(errors="replace")) + "\n")
+                        sys.stdout.flush()
+                now = time.monotonic()
+                if stopped is None and stop.is_set():
+                    stopped = now
+                    stop.kill(signal.SIGTERM)
+                if guest is not None and stopped is None and now - probed >= PROBE:
+                    probed = now
+                    if not group_alive(guest) or os.path.exists(os.path.join(GUEST_DIR, "stop")):
+                        lost, stopped = True, now
+                        stop.kill(signal.SIGTERM)
+                if stopped is not None and now - stopped > 3:
+                    stop.kill(signal.SIGKILL)  # what ignored SIGTERM; the pipe may stay open: done
+                    break
+        except BaseException:  # Ctrl-C, or the runner told to end: the check goes first
+            stop.kill(signal.SIGTERM)
+            raise
+        finally:
+            proc.stdout.close()
+            try:
+                code = proc.wait(10)
+            except subprocess.TimeoutExpired:
+                stop.kill(signal.SIGKILL)
+                code = proc.wait()
+            stop.child = None
+        if stream and pending:
+            sys.stdout.write(learner_text(pending.decode(errors="replace")) + "\n")
+        return code, out.decode(errors="replace"), lost
+
+    def run_checker(self, args, stream=False):
+        """scripts/check_exercise.sh ARGS, through the warm guest when one is up: (exit code, output,
+        lost), lost when the guest died under it. The tree itself is built once per run of the runner,
+        not once per check (about a second each): after that the checker builds only the exercise, and
+        what it reuses of the stage."""
         env = dict(os.environ, BUILD_DIR=BUILD, RDMA_TUTORIAL_PORT=learner_port())
         if not self.tree_built:
-            built = subprocess.run(["bash", "-c", f'source {ROOT}/scripts/lib.sh; build_tree "$0"', BUILD], cwd=ROOT,
-                                   capture_output=True, text=True)
-            if built.returncode != 0:
-                return 2, "check_exercise: the stages themselves do not build:\n" + built.stdout + built.stderr
+            code, out, _ = self.run_watched(["bash", "-c", f'source {ROOT}/scripts/lib.sh; build_tree "$0"', BUILD],
+                                            dict(os.environ))
+            if code != 0:
+                return 2, "check_exercise: the stages themselves do not build:\n" + out, False
             self.tree_built = True
         env["RDMA_TUTORIAL_BUILT"] = "exercises" if self.prebuilt else "1"
         if have_active_port() and not env.get("RDMA_TUTORIAL_IPV4") and not env.get("RXE_VM"):
@@ -247,54 +520,73 @@ class Runner:
                                      capture_output=True, text=True).stdout.strip()
             if address:
                 env["RDMA_TUTORIAL_IPV4"] = address
-        pid = guest_pid()
-        if guest_ready() and pid is not None:
-            env.update(RDMA_TUTORIAL_GUEST=GUEST_DIR, RXE_VM_PEER_PID=str(pid))
+        pid, guest = guest_pid(), None
+        if pid is not None and guest_ready():
+            # on_peer.sh watches the qemu: when it dies its rxe_vm.sh ends, a zombie until collected.
+            env.update(RDMA_TUTORIAL_GUEST=GUEST_DIR, RXE_VM_PEER_PID=str(guest_qemu(pid) or pid))
+            guest = self.used_guest = pid
         os.makedirs(STATE, exist_ok=True)
         with open(os.path.join(STATE, "build.lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time in this checkout; gone with the process
-            self.child = subprocess.Popen([os.path.join(ROOT, "scripts", "check_exercise.sh")] + args, cwd=ROOT, env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                          start_new_session=True)
-            out = []
-            for line in self.child.stdout:
-                out.append(line)
-                if not quiet:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-            code = self.child.wait()
-            self.child = None
-        return code, "".join(out)
+            while True:  # one build at a time in this checkout; the lock goes with the process
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if self.stop.is_set():
+                        return None, "", False
+                    time.sleep(0.1)
+            code, out, lost = self.run_watched([os.path.join(ROOT, "scripts", "check_exercise.sh")] + args, env, guest,
+                                               stream)
+        if guest is not None and not lost:
+            # on_peer.sh may have seen it first (exit 125): the check ended, and the guest is gone.
+            lost = not group_alive(guest) or os.path.exists(os.path.join(GUEST_DIR, "stop"))
+        return code, out, lost
 
-    def check(self, e, quiet=False):
-        """Checks one exercise, records its verdict; True fixed, False still broken, None no verdict."""
-        os.makedirs(STATE, exist_ok=True)
-        if self.started_guest and not guest_ready():
-            say("the warm guest is gone (it crashed, or was stopped); booting it again")
+    def guest_gone_before(self):
+        """Before a check: the warm guest it would have used is gone. Say so (why, and what happens now)
+        rather than let the check boot a guest of its own in silence, and boot it again where a warm
+        guest is wanted."""
+        if have_active_port() or guest_ready():
+            return
+        if self.used_guest is not None or (recorded_guest() is not None and guest_pid() is None):
+            kind, why = guest_gone_reason()
+            then = "booting it again" if self.keep_guest else \
+                "this check boots a guest of its own (slower; scripts/workshop.sh guest start keeps a warm one)"
+            self.report(f"the warm guest is gone ({why}); {then}")
+            self.used_guest = None
+            if guest_pid() is None:
+                forget_guest()
+        if self.keep_guest:
             self.ensure_guest()
-        file_hash = e.file_hash()
-        code, out = self.run_checker([e.qualified], quiet)
-        verdict = lib.verdict_of(out)
-        if verdict is None and guest_pid() is None and self.started_guest:
-            say("the warm guest stopped during the check; booting it again")
-            if self.ensure_guest():
-                code, out = self.run_checker([e.qualified], quiet)
-                verdict = lib.verdict_of(out)
-        if verdict is not None:
-            self.progress = lib.Progress(self.progress.path)  # another terminal of this learner may have saved
-            self.progress.record(e.qualified, file_hash, verdict)
-            self.progress.save()
-        return verdict, out
 
-    def stop_child(self):
-        if self.child is not None and self.child.poll() is None:
-            try:
-                os.killpg(self.child.pid, signal.SIGTERM)
-            except OSError:
-                pass
+    def check(self, e, stream=False, show_output=False):
+        """Checks one exercise and records its verdict: a Result."""
+        os.makedirs(STATE, exist_ok=True)
+        started, clock = time.time(), time.monotonic()
+        file_hash = e.file_hash()
+        self.guest_gone_before()
+        args = (["--show-output"] if show_output else []) + [e.qualified]
+        code, out, lost = self.run_checker(args, stream)
+        if lost and not self.stop.is_set():
+            _, why = guest_gone_reason()
+            self.report(f"the warm guest stopped during the check of {e.qualified} ({why}); "
+                        + ("booting it again, then checking again" if self.keep_guest else
+                           "checking again in a guest of its own (slower; scripts/workshop.sh guest start keeps a warm one)"))
+            self.used_guest = None
+            if guest_pid() is None:
+                forget_guest()
+            if self.keep_guest:
+                self.ensure_guest()
+            if not self.stop.is_set():
+                code, out, lost = self.run_checker(args, stream)
+        cancelled = self.stop.is_set()
+        verdict = None if cancelled else lib.verdict_of(out)
+        if verdict is not None:
+            self.update_progress(lambda p: p.record(e.qualified, file_hash, verdict))
+        return Result(e, verdict, learner_text(out), file_hash, started, time.monotonic() - clock, cancelled, show_output)
 
     def cleanup(self):
-        self.stop_child()
+        self.main_stop.set()
         if self.started_guest:
             guest_stop()
 
@@ -340,20 +632,23 @@ class Runner:
             out.append("  (that was the last hint: the chapter section has the rest)")
         return out
 
-    def cmd_hint(self, name, level_text=None):
-        e = self.find(name)
+    def cmd_hint(self, args):
+        """hint [NAME] [LEVEL]: a number alone is a LEVEL of the current exercise (no name is a number)."""
+        name, level_text = (args + [None, None])[:2]
+        if len(args) == 1 and args[0].strip().isdigit():
+            name, level_text = None, args[0]
+        e = self.named_or_current(name, "hint")
         count = len(e.hints())
         shown = self.progress.hints_shown(e.qualified)
         level = lib.wanted_hint_level(level_text, count) if level_text is not None else lib.next_hint_level(shown, count)
-        self.progress.show_hints(e.qualified, level)
-        self.progress.save()
+        self.update_progress(lambda p: p.show_hints(e.qualified, level))
         say("\n".join(self.hint_lines(e, level)))
         return 0
 
     def cmd_check(self, name):
         # The warm guest if one runs (watch mode's, or `guest start`'s); else the checker boots one.
-        e = self.find(name)
-        verdict, _ = self.check(e)
+        e = self.named_or_current(name, "check")
+        verdict, _ = self.check(e, stream=True)
         return 0 if verdict else 1
 
     def cmd_verify_both(self, stage=None):
@@ -381,18 +676,18 @@ class Runner:
             return 2
         self.tree_built = True
         self.prebuilt = True
+        self.keep_guest = True
         self.ensure_guest()
         rows, bad = [], 0
         for e in self.exercises:
             # As shipped, still broken *with its own symptom* (exercise_check --expect broken), as CI
             # proves; with --reference, the stage's own program passes the exercise's checks.
             if reference:
-                code, out = self.run_checker(["--reference", e.qualified], quiet=True)
+                code, out, _ = self.run_checker(["--reference", e.qualified])
             else:
-                code, out = self.run_checker(["--expect", "broken", e.qualified], quiet=True)
+                code, out, _ = self.run_checker(["--expect", "broken", e.qualified])
                 if lib.verdict_of(out) is not None:
-                    self.progress.record(e.qualified, e.file_hash(), lib.verdict_of(out))
-                    self.progress.save()
+                    self.update_progress(lambda p: p.record(e.qualified, e.file_hash(), lib.verdict_of(out)))
             verdict = lib.verdict_of(out)
             ok = code == 0 and verdict is reference
             bad += not ok
@@ -400,7 +695,7 @@ class Runner:
             rows.append(f"  {'ok' if ok else 'UNEXPECTED':<11}{seen:<14}{e.qualified}")
             say(rows[-1])
             if not ok:
-                say("\n".join("      | " + line for line in out.rstrip().splitlines()[-12:]))
+                say("\n".join("      | " + line for line in learner_text(out).rstrip().splitlines()[-12:]))
         what = "the stages' own code passes every exercise" if reference else "every exercise is still broken"
         say(f"{len(self.exercises) - bad} of {len(self.exercises)} as expected ({what})")
         return 0 if bad == 0 else 1
@@ -414,17 +709,21 @@ class Runner:
             if answer.strip().lower() not in ("y", "yes"):
                 say("not reset")
                 return 1
+        problem = self.reset_file(e)
+        say(problem or f"{e.path} is as shipped again")
+        return 1 if problem else 0
+
+    def reset_file(self, e):
+        """Puts the exercise's shipped file back; what went wrong, or None."""
         shipped = subprocess.run(["git", "-C", ROOT, "show", f"HEAD:{e.path}"], capture_output=True)
         if shipped.returncode != 0:
-            say(f"reset: git has no shipped {e.path}: {shipped.stderr.decode().strip()}")
-            return 1
+            return f"reset: git has no shipped {e.path}: {shipped.stderr.decode().strip()}"
         with open(os.path.join(ROOT, e.path), "wb") as f:
             f.write(shipped.stdout)
-        say(f"{e.path} is as shipped again")
-        return 0
+        return None
 
     def cmd_solution(self, name):
-        e = self.find(name)
+        e = self.named_or_current(name, "solution")
         if self.statuses()[e.qualified] != lib.FIXED:
             say(f"{e.qualified} is not fixed yet: the solution shows once it is "
                 f"(scripts/workshop.sh hint {e.name} helps meanwhile)")
@@ -444,17 +743,56 @@ class Runner:
 
 # --- watch mode --------------------------------------------------------------------
 
-class Watch:
-    KEYS = "n next · h hint · l list · c check all · r reset · q quit"
+KEEP_OUTPUT = True  # watch mode's checks keep both programs' whole output, for o (measured: --bench)
 
-    def __init__(self, runner, manual):
+
+class Job(threading.Thread):
+    """What watch mode waits for (a check, every check, a boot), run beside the key loop, with a
+    Stop of its own."""
+
+    def __init__(self, runner, label, work, exercise=None):
+        super().__init__(daemon=True)
+        self.runner, self.label, self.work, self.exercise = runner, label, work, exercise
+        self.stop = Stop()
+        self.started = time.monotonic()
+        self.result = None
+        self.error = None
+
+    def run(self):
+        self.runner.local.stop = self.stop
+        try:
+            self.result = self.work()
+        except Exception as e:  # shown on the screen; the key loop goes on
+            self.error = e
+
+
+class Watch:
+    KEYS = "n next · p back · l list · h hint · o output · c check all · r reset · q quit"
+    SHOWN = 14  # lines of the last check on the main screen (o shows them all)
+
+    def __init__(self, runner, manual, name=None):
         self.r = runner
+        runner.keep_guest = True
+        self.messages = queue.Queue()
+        runner.report = self.messages.put  # from the check's thread to this screen
         self.manual = manual
         s = runner.statuses()
-        self.current = lib.first_unsolved(runner.exercises, s) or runner.exercises[0]
-        self.last = []      # the last check's lines
-        self.hints = runner.progress.hints_shown(self.current.qualified)  # levels shown so far
-        self.notice = ""
+        self.current = runner.find(name) if name else lib.watch_opens_on(runner.exercises, s, runner.progress.current)
+        self.history = []     # the exercises shown before, for p
+        self.view = "main"    # or "list", "output", "reset"
+        self.typed = ""       # the number typed in the list
+        self.results = {}     # qualified name -> its last Result in this session
+        self.counts = {}      # qualified name -> how many checks of it ran in this session
+        self.all_lines = []   # check all's table
+        self.job = None
+        self.notices = []     # (time, text), the newest last
+        self.output_wanted = False  # o asked for the whole output of a check still to end
+        self.hints = runner.progress.hints_shown(self.current.qualified)
+        self.seen = self.stamp()
+        self.last_probe = time.monotonic()
+        self.drawn = 0.0
+
+    # --- state ------------------------------------------------------------------------
 
     def stamp(self):
         try:
@@ -463,111 +801,327 @@ class Watch:
         except OSError:
             return None
 
-    def render(self):
-        out = ["\033[H\033[2J" if sys.stdout.isatty() else "", "rdma-tutorial workshop: watch mode   " + self.r.bar(), ""]
+    def notice(self, text):
+        self.notices = (self.notices + [(time.strftime("%H:%M:%S"), text)])[-4:]
+
+    def running(self):
+        return self.job is not None and self.job.is_alive()
+
+    def stop_job(self):
+        """Ends the running job (its check's processes, in the guest too) and waits for its thread."""
+        if self.job is None:
+            return
+        if self.job.is_alive():
+            self.job.stop.set()
+            self.job.join(10)  # one that takes longer ends on its own: its Stop stays set
+        self.job = None
+
+    def start(self, job):
+        self.stop_job()
+        self.job = job
+        job.start()
+
+    def start_check(self, e, show_output=KEEP_OUTPUT):
+        label = f"checking {e.qualified}"
+        self.start(Job(self.r, label, lambda: self.r.check(e, show_output=show_output), e))
+
+    def start_check_all(self):
+        def every():
+            self.all_lines = []
+            fixed = 0
+            for e in self.r.exercises:
+                if self.r.stop.is_set():
+                    break
+                result = self.r.check(e, show_output=KEEP_OUTPUT)
+                if result.cancelled:
+                    break
+                self.took(result)
+                fixed += bool(result.verdict)
+                word = {True: lib.FIXED, False: lib.BROKEN, None: "no verdict"}[result.verdict]
+                self.all_lines.append(f"  {word:<13} {e.qualified}")
+            return fixed
+        self.start(Job(self.r, "checking every exercise", every))
+
+    def took(self, result):
+        """A check's result becomes the exercise's last one."""
+        q = result.exercise.qualified
+        self.results[q] = result
+        self.counts[q] = self.counts.get(q, 0) + 1
+
+    def finished(self):
+        """What a job that ended leaves on the screen."""
+        job, self.job = self.job, None
+        if job.error is not None:
+            self.notice(f"{job.label} failed: {job.error}")
+            return
+        result = job.result
+        if isinstance(result, Result):
+            if result.cancelled:
+                return
+            self.took(result)
+            if self.output_wanted and result.exercise is self.current:
+                self.output_wanted = False
+                self.view = "output"
+        elif job.label == "checking every exercise":
+            self.notice(f"checked every exercise: {result} of {len(self.r.exercises)} fixed")
+
+    def show(self, e, back=False):
+        """Watch mode moves to exercise e and checks it at once: its symptom is on the screen before
+        the learner edits anything. back: p, which returns along the way it came."""
+        if e is not self.current and not back:
+            self.history.append(self.current)
+        self.current, self.view, self.output_wanted = e, "main", False
+        self.hints = self.r.progress.hints_shown(e.qualified)
+        self.notices, self.all_lines = [], []
+        self.r.update_progress(lambda p: setattr(p, "current", e.qualified))
+        self.seen = self.stamp()
+        self.start_check(e)
+
+    def look_at_guest(self):
+        """Between checks, once a second: the warm guest the last check ran in died. Say so at once;
+        boot it again if it crashed (if it was stopped, or stopped itself unused, the next check does)."""
+        if self.running() or have_active_port() or self.r.used_guest is None or guest_ready():
+            return
+        if guest_pid() is not None and not os.path.exists(os.path.join(GUEST_DIR, "stop")):
+            return  # booting (another terminal's check booted it again)
+        kind, why = guest_gone_reason()
+        self.r.used_guest = None
+        if guest_pid() is None:
+            forget_guest()
+        if kind == "died":
+            self.notice(f"the warm guest stopped ({why}); booting it again")
+            self.start(Job(self.r, "booting the warm Soft-RoCE guest again", self.r.ensure_guest))
+        else:
+            self.notice(f"the warm guest stopped ({why}); the next check boots it again")
+
+    # --- the screen ---------------------------------------------------------------------
+
+    def verdict_lines(self, result):
+        text, _ = lib.split_output(result.out)
+        lines = text.rstrip("\n").splitlines() or ["the checker said nothing"]
+        if len(lines) > self.SHOWN:
+            lines = lines[:self.SHOWN] + [f"... ({len(lines) - self.SHOWN} more lines: o shows them all)"]
+        return lines
+
+    def main_lines(self):
+        out = ["rdma-tutorial workshop: watch mode   " + self.r.bar(), ""]
         out += self.r.describe(self.current)
         status = self.r.statuses()[self.current.qualified]
         out.append(f"  status:   {status}")
+        result = self.results.get(self.current.qualified)
+        if result is not None:
+            count = self.counts.get(self.current.qualified, 0)
+            out.append(f"  checked:  {time.strftime('%H:%M:%S', time.localtime(result.started))}, "
+                       f"check {count} of it here, {result.seconds:.1f} s")
         if self.hints:
             out += self.r.hint_lines(self.current, self.hints)
-        if self.last:
+        if result is not None:
             out.append("")
-            out += ["  " + line for line in self.last[-15:]]
+            out += ["  " + line for line in self.verdict_lines(result)]
         if status == lib.FIXED:
+            out += ["", "  fixed! n: the next exercise (scripts/workshop.sh solution: yours beside the stage's own)"]
+        if self.all_lines:
+            out += ["", "  check all:"] + self.all_lines
+        if self.notices:
             out.append("")
-            out.append("  fixed! press n for the next exercise")
-        if self.notice:
-            out += ["", "  " + self.notice]
+            out += [f"  {when} {text}" for when, text in self.notices]
+        if self.running():
+            seconds = int(time.monotonic() - self.job.started)
+            out += ["", f"{self.job.label} ... {seconds} s   (keys work: q quits and stops it)"]
         out += ["", ("Enter checks · " if self.manual else "save the file to check it · ") + self.KEYS]
-        say("\n".join(out))
+        return out
 
-    def run_check(self):
-        self.notice = ""
-        say(f"\nchecking {self.current.qualified} ...")
-        verdict, out = self.r.check(self.current, quiet=True)
-        self.last = [line for line in out.rstrip("\n").splitlines()]
-        if verdict is None and not self.last:
-            self.last = ["the checker said nothing"]
-
-    def next_exercise(self):
+    def list_lines(self):
         s = self.r.statuses()
-        ex = self.r.exercises
-        i = ex.index(self.current)
-        for step in range(1, len(ex) + 1):
-            cand = ex[(i + step) % len(ex)]
-            if s[cand.qualified] != lib.FIXED:
-                return cand
-        return None
+        out = ["rdma-tutorial workshop: every exercise   " + self.r.bar(), ""]
+        stage = None
+        for i, e in enumerate(self.r.exercises, 1):
+            if e.stage != stage:
+                stage = e.stage
+                out.append(stage)
+            mark = ">" if e is self.current else " "
+            out.append(f" {mark}{i:>3}  {s[e.qualified]:<13} {e.name:<28} {e.title}")
+        out += ["", "type its number and Enter to open one · Esc, l or q: back", "> " + self.typed]
+        return out
+
+    def output_lines(self):
+        result = self.results.get(self.current.qualified)
+        if result is None:
+            return ["no check of this exercise yet", "", "any key: back"]
+        when = time.strftime("%H:%M:%S", time.localtime(result.started))
+        out = [f"the whole output of the check of {self.current.qualified} at {when}:", ""]
+        out += result.out.rstrip("\n").splitlines()
+        return out + ["", "any key: back"]
+
+    def render(self):
+        if self.view == "list":
+            lines = self.list_lines()
+        elif self.view == "output":
+            lines = self.output_lines()
+        elif self.view == "reset":
+            lines = self.main_lines()[:-1] + [f"put {self.current.path} back as shipped? your changes are lost [y/N]"]
+        else:
+            lines = self.main_lines()
+        if sys.stdout.isatty():
+            # Drawn over the last screen line by line (no clearing first: no flicker each second).
+            sys.stdout.write("\033[H" + "".join(line + "\033[K\n" for line in lines) + "\033[J")
+            sys.stdout.flush()
+        else:
+            say("\n".join(lines))
+        self.drawn = time.monotonic()
+
+    # --- keys -------------------------------------------------------------------------------
 
     def key(self, k):
+        """Acts on one key; False to quit."""
+        if self.view == "list":
+            return self.list_key(k)
+        if self.view == "output":
+            self.view = "main"
+            return True
+        if self.view == "reset":
+            self.view = "main"
+            if k in ("y", "Y"):
+                self.stop_job()
+                problem = self.r.reset_file(self.current)
+                self.notice(problem or f"{self.current.path} is as shipped again")
+                self.seen = self.stamp()
+                self.start_check(self.current)
+            else:
+                self.notice("not reset")
+            return True
         if k == "q":
+            self.stop_job()
             return False
         if k == "n":
-            nxt = self.next_exercise()
+            nxt = lib.next_unsolved(self.r.exercises, self.r.statuses(), self.current)
             if nxt is None:
-                self.notice = "every exercise is fixed"
+                self.notice("every exercise is fixed (p goes back, l lists them)")
             else:
-                self.current, self.last, self.hints = nxt, [], self.r.progress.hints_shown(nxt.qualified)
+                self.show(nxt)
+        elif k == "p":
+            if self.history:
+                self.show(self.history.pop(), back=True)
+            else:
+                i = self.r.exercises.index(self.current)  # opened here: p walks back in the order
+                self.show(self.r.exercises[i - 1], back=True)
+        elif k == "l":
+            self.view, self.typed = "list", ""
         elif k == "h":
             count = len(self.current.hints())
             self.hints = lib.next_hint_level(self.hints, count)
-            self.r.progress.show_hints(self.current.qualified, self.hints)
-            self.r.progress.save()
-        elif k == "l":
-            say("")
-            self.r.cmd_list()
-            say("(any key: back)")
-            self.wait_key()
-        elif k == "c":
-            for e in self.r.exercises:
-                verdict, _ = self.r.check(e, quiet=True)
-                say(f"  {({True: lib.FIXED, False: lib.BROKEN, None: 'no verdict'})[verdict]:<13} {e.qualified}")
-            self.notice = "checked every exercise"
-        elif k == "r":
-            say(f"\nput {self.current.path} back as shipped? your changes are lost [y/N] ")
-            if self.wait_key() in ("y", "Y"):
-                self.r.cmd_reset(self.current.qualified, yes=True)
-                self.last = []
-                self.notice = "reset to the shipped file"
+            self.r.update_progress(lambda p: p.show_hints(self.current.qualified, self.hints))
+        elif k == "o":
+            result = self.results.get(self.current.qualified)
+            if result is not None and result.kept_output and result.file_hash == self.current.file_hash() \
+                    and not (self.running() and self.job.exercise is self.current):
+                self.view = "output"
             else:
-                self.notice = "not reset"
+                # Not kept, or the file changed since: the check again, keeping both programs' output.
+                self.output_wanted = True
+                if not (self.running() and self.job.exercise is self.current and KEEP_OUTPUT):
+                    self.start_check(self.current, show_output=True)
+        elif k == "c":
+            if self.running() and self.job.label == "checking every exercise":
+                self.notice("every exercise is being checked already")
+            else:
+                self.start_check_all()
+        elif k == "r":
+            self.view = "reset"
         elif k in ("\n", "\r") and self.manual:
-            self.run_check()
+            self.start_check(self.current)
+        elif k not in ("\n", "\r", "esc"):
+            self.notice(f"no key '{k}' here: " + self.KEYS)
         return True
 
-    def wait_key(self, timeout=None):
+    def list_key(self, k):
+        if k.isdigit():
+            self.typed += k
+        elif k in ("\x7f", "\b"):
+            self.typed = self.typed[:-1]
+        elif k in ("\n", "\r"):
+            i = lib.list_choice(self.typed, len(self.r.exercises))
+            self.view, self.typed = "main", ""
+            if i is not None:
+                self.show(self.r.exercises[i])
+        elif k in ("esc", "l", "q"):
+            self.view, self.typed = "main", ""
+        return True
+
+    def read_keys(self, timeout):
+        """The keys pressed within `timeout` seconds: characters, "esc" for Escape alone; the escape
+        sequences of arrow and function keys are passed over."""
         ready, _, _ = select.select([sys.stdin], [], [], timeout)
-        return sys.stdin.read(1) if ready else None
+        if not ready:
+            return []
+        data = os.read(sys.stdin.fileno(), 64).decode(errors="replace")
+        keys, i = [], 0
+        while i < len(data):
+            if data[i] == "\x1b":
+                if i + 1 < len(data) and data[i + 1] in "[O":
+                    j = i + 2
+                    while j < len(data) and not (data[j].isalpha() or data[j] == "~"):
+                        j += 1
+                    i = j + 1
+                    continue
+                keys.append("esc")
+            else:
+                keys.append(data[i])
+            i += 1
+        return keys
 
     def loop(self):
-        if not have_active_port() and not guest_ready():
-            self.r.ensure_guest()
-        stamp = self.stamp()
+        self.r.update_progress(lambda p: setattr(p, "current", self.current.qualified))
+        self.start_check(self.current)  # the symptom first, before any edit (boots the guest if needed)
         self.render()
         while True:
-            k = self.wait_key(0.2)
-            if k is not None:
+            dirty = False
+            for k in self.read_keys(0.1):
                 if not self.key(k):
                     return 0
-                stamp = self.stamp()
-                self.render()
-                continue
-            if not self.manual:
+                dirty = True
+            while not self.messages.empty():
+                self.notice(self.messages.get())
+                dirty = True
+            if self.job is not None and not self.job.is_alive():
+                self.finished()
+                dirty = True
+            if not self.manual and self.view != "reset":
                 now = self.stamp()
-                if now != stamp:
+                if now != self.seen:
                     time.sleep(0.1)  # an editor's save may come in more than one write
-                    stamp = self.stamp()
-                    self.run_check()
-                    self.render()
+                    self.seen = self.stamp()
+                    self.notices = []
+                    self.start_check(self.current)
+                    dirty = True
+            if time.monotonic() - self.last_probe >= 1:
+                self.last_probe = time.monotonic()
+                before = len(self.notices)
+                self.look_at_guest()
+                dirty = dirty or len(self.notices) != before
+            if self.running() and time.monotonic() - self.drawn >= 1 and self.view == "main":
+                dirty = True  # the seconds the check has taken
+            if dirty:
+                self.render()
 
 
-def cmd_watch(runner, manual):
+def cmd_watch(runner, args):
+    manual = "--manual" in args
+    names = [a for a in args if a != "--manual"]
+    if len(names) > 1 or any(n.startswith("-") for n in names):
+        raise lib.UsageError("watch takes one NAME and --manual, both optional")
+    if names:
+        runner.find(names[0])  # a wrong name is said before the screen is taken
     if not sys.stdin.isatty():
         raise lib.UsageError("watch mode reads keys from a terminal; run it in one (or use list, next, check)")
     saved = termios.tcgetattr(sys.stdin)
     try:
         tty.setcbreak(sys.stdin.fileno())
-        return Watch(runner, manual).loop()
+        watch = Watch(runner, manual, names[0] if names else None)
+        try:
+            return watch.loop()
+        finally:
+            watch.stop_job()
     finally:
         termios.tcsetattr(sys.stdin, termios.TCSADRAIN, saved)
 
@@ -575,42 +1129,42 @@ def cmd_watch(runner, manual):
 # --- the benchmark --------------------------------------------------------------------
 
 def cmd_bench(runner):
-    """From a saved file to the printed verdict (the recompile included), median of 5, warm; and
-    the first check with no guest running (cold), for one one-peer and one two-peer exercise."""
+    """From a saved file to the verdict (the recompile included), median of 5, warm: as watch mode
+    checks (both programs' output kept for o, KEEP_OUTPUT) and as `check` does (not kept); and the
+    first check with no guest running (cold), for one one-peer and one two-peer exercise."""
     results = []
     if guest_pid() is not None:
         guest_stop()
     for name in ("port_zero", "no_recv_posted"):
         e = runner.find(name)
         path = os.path.join(ROOT, e.path)
-        with open(path, "rb") as f:
-            original = f.read()
-        try:
-            def saved_to_verdict(n):
-                with open(path, "wb") as f:  # a save that changes the file: it must be rebuilt
-                    f.write(original + f"// workshop bench {n}\n".encode())
-                start = time.monotonic()
-                verdict, _ = runner.check(e, quiet=True)
-                if verdict is None:
-                    raise RuntimeError(f"{name}: no verdict")
-                return time.monotonic() - start
-            cold = saved_to_verdict(0)
-            runner.started_guest = True
-            if not runner.ensure_guest():
-                raise RuntimeError("the warm guest did not come up")
-            saved_to_verdict(1)  # the guest's first check warms its caches
-            warm = [saved_to_verdict(i) for i in range(2, 7)]
-            guest_stop()
-            runner.started_guest = False  # stopped on purpose: the next cold check boots its own
-        finally:
-            with open(path, "wb") as f:
-                f.write(original)
-        results.append((name, e.two_peers, cold, warm))
+
+        def saved_to_verdict(show_output=False):
+            # A save as ninja sees it: the file newer than what was built from it. Its content is left
+            # alone (a checkout others work in must not get an old copy written back).
+            os.utime(path)
+            start = time.monotonic()
+            verdict, _ = runner.check(e, show_output=show_output)
+            if verdict is None:
+                raise RuntimeError(f"{name}: no verdict")
+            return time.monotonic() - start
+        cold = saved_to_verdict()
+        runner.started_guest = True
+        if not runner.ensure_guest():
+            raise RuntimeError("the warm guest did not come up")
+        saved_to_verdict()  # the guest's first check warms its caches
+        watch = [saved_to_verdict(KEEP_OUTPUT) for _ in range(5)]
+        check = [saved_to_verdict() for _ in range(5)]
+        guest_stop()
+        runner.started_guest = False  # stopped on purpose: the next cold check boots its own
+        runner.used_guest = None
+        results.append((name, e.two_peers, cold, watch, check))
     import statistics
-    say(f"{'exercise':<16} {'peers':<6} {'cold':>7} {'warm, median of 5':>18}   warm runs")
-    for name, two, cold, warm in results:
-        say(f"{name:<16} {'two' if two else 'one':<6} {cold:6.1f}s {statistics.median(warm):17.1f}s   "
-            + " ".join(f"{w:.1f}" for w in warm))
+    say(f"{'exercise':<16} {'peers':<6} {'cold':>6}  {'warm, median of 5: watch':>24} {'check':>6}   runs (watch; check)")
+    for name, two, cold, watch, check in results:
+        say(f"{name:<16} {'two' if two else 'one':<6} {cold:5.1f}s  {statistics.median(watch):23.1f}s "
+            f"{statistics.median(check):5.1f}s   " + " ".join(f"{w:.1f}" for w in watch) + "; "
+            + " ".join(f"{w:.1f}" for w in check))
     return 0
 
 
@@ -624,29 +1178,20 @@ def main(argv):
     def interrupted(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGHUP, interrupted)  # the terminal closed: the guest goes too
     try:
         verb = args.pop(0) if args else "watch"
-        need = {"hint": (1, 2), "check": (1, 1), "reset": (1, 2), "solution": (1, 1), "guest": (1, 1),
-                "list": (0, 0), "next": (0, 0), "verify": (0, 2), "watch": (0, 1), "--bench": (0, 0)}
-        if verb not in need:
-            raise lib.UsageError(f"no verb '{verb}'")
-        low, high = need[verb]
-        if not low <= len(args) <= high:
-            raise lib.UsageError(f"'{verb}' takes " + ("no argument" if high == 0 else
-                                                       f"{low} to {high} argument(s)" if low != high else
-                                                       f"{low} argument(s)"))
+        lib.check_verb(verb, args)
         if verb == "watch":
-            if args and args[0] != "--manual":
-                raise lib.UsageError(f"watch takes only --manual, not '{args[0]}'")
-            return cmd_watch(runner, bool(args))
+            return cmd_watch(runner, args)
         if verb == "list":
             return runner.cmd_list() or 0
         if verb == "next":
             return runner.cmd_next()
         if verb == "hint":
-            return runner.cmd_hint(*args)
+            return runner.cmd_hint(args)
         if verb == "check":
-            return runner.cmd_check(args[0])
+            return runner.cmd_check(args[0] if args else None)
         if verb == "verify":
             modes = [a for a in args if a in ("--reference", "--both")]
             rest = [a for a in args if a not in modes]
@@ -663,7 +1208,7 @@ def main(argv):
                 raise lib.UsageError("reset takes one NAME, and --yes to skip the question")
             return runner.cmd_reset(names[0], yes)
         if verb == "solution":
-            return runner.cmd_solution(args[0])
+            return runner.cmd_solution(args[0] if args else None)
         if verb == "guest":
             action = args[0]
             if action == "start":
@@ -682,12 +1227,14 @@ def main(argv):
             if action == "status":
                 guest_status()
                 return 0
-            raise lib.UsageError(f"guest takes start, status or stop, not '{action}'")
+            close = lib.suggestions(action, ["start", "status", "stop"])
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise lib.UsageError(f"guest takes start, status or stop, not '{action}'{hint}")
         if verb == "--bench":
             return cmd_bench(runner)
     except lib.UsageError as e:
-        print(f"workshop: {e}\n\n{USAGE}" if "no verb" in str(e) or "takes" in str(e) else f"workshop: {e}",
-              file=sys.stderr)
+        whole = ("no verb" in str(e) or "takes" in str(e)) and "did you mean" not in str(e)
+        print(f"workshop: {e}\n\n{USAGE}" if whole else f"workshop: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         say("\nworkshop: interrupted")

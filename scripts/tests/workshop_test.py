@@ -304,8 +304,10 @@ class Verbs(unittest.TestCase):
 
     def test_a_bad_command_line_should_be_exit_2_with_what_was_wrong(self):
         with tempfile.TemporaryDirectory() as d:
-            for args, says in ((["bogus"], "no verb 'bogus'"), (["hint"], "'hint' takes"),
-                               (["check"], "'check' takes"), (["hint", "port_zer"], "did you mean port_zero?"),
+            for args, says in ((["bogus"], "no verb 'bogus'"), (["hint", "a", "1", "x"], "'hint' takes"),
+                               (["check", "a", "b"], "'check' takes"), (["hint", "port_zer"], "did you mean port_zero?"),
+                               (["chek", "port_zero"], "no verb 'chek'; did you mean check?"),
+                               (["guest", "strat"], "did you mean start"),
                                (["hint", "port_zero", "9"], "hint levels 1 to 4"),
                                (["guest", "reboot"], "guest takes start, status or stop"),
                                (["reset", "port_zero"], "confirm with --yes")):
@@ -324,6 +326,26 @@ class Verbs(unittest.TestCase):
             last = self.run_workshop("hint", "port_zero", "4", state=d)
             self.assertIn('section "Ports"', last.stdout)
             self.assertIn("that was the last hint", last.stdout)
+
+    def test_hint_and_solution_without_a_name_should_take_the_current_exercise(self):
+        with tempfile.TemporaryDirectory() as d:
+            first = self.run_workshop("hint", state=d)  # nothing shown yet: the first unsolved
+            self.assertEqual(first.returncode, 0, first.stderr)
+            self.assertIn("01_devices/port_zero (the current exercise", first.stdout)
+            self.assertIn("hint 1 of 4", first.stdout)
+            p = lib.Progress(os.path.join(d, "progress.json"))
+            p.current = "08_event_channel/no_rearm"  # as watch mode leaves it
+            p.save()
+            r = self.run_workshop("hint", "2", state=d)
+            self.assertIn("08_event_channel/no_rearm (the current exercise", r.stdout)
+            self.assertIn("hint 2 of", r.stdout)
+            self.assertNotIn("hint 3 of", r.stdout)
+            s = self.run_workshop("solution", state=d)
+            self.assertEqual(s.returncode, 1)
+            self.assertIn("08_event_channel/no_rearm is not fixed yet", s.stdout)
+            named = self.run_workshop("hint", "Port-Zero", state=d)
+            self.assertIn("hint 2 of 4", named.stdout)  # port_zero's own count: one was shown before
+            self.assertNotIn("current exercise", named.stdout)
 
     def test_list_and_next_should_start_from_nothing_tried(self):
         with tempfile.TemporaryDirectory() as d:

@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # vm suite: the workshop runner's watch mode as a learner meets it, driven
-# through a real terminal (tmux): it boots its warm Soft-RoCE guest, shows
-# port_zero and "0 of N fixed"; a save that fixes port_zero is built here
-# and checked in the guest, and the screen says "fixed" and "1 of N fixed";
-# n moves to the next exercise, h shows its first hint, q ends the runner,
-# and with it the guest. Once more, ended with Ctrl-C: no guest, no qemu,
-# no runner left behind. Where this machine has an RDMA port the checks
-# run here and no guest is booted.
+# through a real terminal (tmux), with its warm Soft-RoCE guest:
+#   - it opens on port_zero with "0 of N fixed" and checks it at once: the
+#     symptom is on the screen before any save, with when the check ran;
+#   - `check` with no name, from another terminal, checks the current
+#     exercise (port_zero) in the same warm guest;
+#   - a save that does not compile: the compiler's location as the learner
+#     opens it (01_devices/exercises/port_zero.cpp:N:), not the build
+#     folder's (../01_devices/...);
+#   - the guest killed during a check (07's drops_error_events, picked from
+#     the list with l; its check takes 20 s): the screen says so within
+#     10 s, and p goes back to port_zero while the runner boots another;
+#   - a save that fixes port_zero: "fixed", "1 of N fixed";
+#   - the guest killed between checks: said within 5 s, booted again;
+#   - n checks the next exercise at once, h shows its first hint; o shows a
+#     two-peer check's whole output, server and client;
+#   - q during a check ends the check, the runner (exit 0) and its guest;
+#   - once more, Ctrl-C while its guest boots: no guest, no qemu, no runner
+#     left behind.
+# Where this machine has an RDMA port the checks run here and no guest is
+# booted (the guest's parts are left out).
 #   workshop_watch.sh SOURCE_ROOT BUILD_DIR
 set -uo pipefail
 cd "$1" || exit 1
@@ -43,7 +56,7 @@ fail() { echo "FAILED: $*"; screen | sed 's/^/  | /'; failures=$((failures + 1))
 wait_for() {  # wait_for REGEX SECONDS WHAT
   local i
   for ((i = 0; i < $2 * 10; i++)); do
-    screen | grep -qE -- "$1" && { echo "ok: $3"; return 0; }
+    screen | grep -qE -- "$1" && { echo "ok: $3 (after $((i / 10)).$((i % 10)) s)"; return 0; }
     sleep 0.1
   done
   fail "$3: the screen never showed /$1/ within $2 s"
@@ -66,6 +79,7 @@ start_runner() {
   fail "tmux would not start the runner's session"
   exit 1
 }
+keys() { tmux -L "$sock" send-keys "$@"; }
 # Nothing of that runner's guest may be left: its rxe_vm.sh and qemu share a
 # process group, named in guest.pid while it runs. (A killed rxe_vm.sh is a
 # zombie until the runner looks at it: a zombie runs nothing.)
@@ -78,52 +92,122 @@ no_guest_left() {  # no_guest_left PGID WHAT
   done
   fail "$2: processes of the guest's group $1 still run: $(alive_in_group "$1" | tr '\n' ' ')"
 }
+guest_group() { have_active_port || cat "$state/guest.pid" 2>/dev/null; }
+kill_qemu() {  # kill_qemu: the warm guest's qemu, by its pid, as a crash would end it
+  local pgid qemu
+  pgid=$(guest_group)
+  qemu=$(ps -e -o pid=,pgid=,comm= | awk -v g="$pgid" '$2 == g && $3 ~ /^qemu/ { print $1 }')
+  [[ -n "$qemu" ]] || { fail "no qemu runs in the guest's group ${pgid:-(none)}"; exit 1; }
+  kill -9 "$qemu"
+}
+number_of() {  # number_of NAME: its number in watch mode's list
+  python3 -c 'import sys; sys.path.insert(0, "scripts"); import workshop_lib as l
+print([e.name for e in l.find_exercises(".")].index(sys.argv[1]) + 1)' "$1"
+}
+in_guest=1
+have_active_port && in_guest=0
 
 total=$(scripts/workshop.sh list | grep -c '^  ')
 start_runner
-wait_for "0 of $total fixed" 180 "watch mode should come up on the first exercise with its progress bar"
+wait_for "0 of $total fixed" 30 "watch mode should come up on the first exercise with its progress bar"
 wait_for "01_devices/port_zero: ports are numbered from 1" 5 "it should show port_zero, the first exercise"
-pgid=""
-have_active_port || pgid=$(cat "$state/guest.pid" 2>/dev/null)
-have_active_port || [[ -n "$pgid" ]] || fail "no warm guest was booted (no $state/guest.pid)"
+wait_for "still broken: ports are numbered from 1 \(devices: ibv_query_port\(port 0\) failed" 180 \
+  "it should check port_zero at once and show its symptom before any save (booting its guest first)"
+wait_for "checked: +[0-9:]+, check 1 of it here" 5 "it should say when that check ran"
+pgid=$(guest_group)
+[[ $in_guest == 0 || -n "$pgid" ]] || fail "no warm guest was booted (no $state/guest.pid)"
 
-# The guest crashes (killed with its qemu); the next check notices and boots another.
-crashed=0
-if [[ -n "$pgid" ]]; then
-  kill -9 -- "-$pgid" 2>/dev/null && crashed=1
-  no_guest_left "$pgid" "the guest, killed, should be gone"
+# Another terminal: `check` with no name checks the current exercise, in the same guest.
+jobs_before=$(ls "$state/guest" 2>/dev/null | grep -c '\.status$')
+out=$(WORKSHOP_STATE=$state BUILD_DIR=$build scripts/workshop.sh check 2>&1)
+status=$?
+jobs_after=$(ls "$state/guest" 2>/dev/null | grep -c '\.status$')
+if [[ $status == 1 ]] && grep -q "^01_devices/port_zero (the current exercise" <<<"$out" &&
+   grep -q "^still broken: ports are numbered from 1" <<<"$out" && { [[ $in_guest == 0 ]] || (( jobs_after > jobs_before )); }; then
+  echo "ok: check with no name should check the current exercise, in the warm guest"
+else
+  fail "check with no name: exit $status, guest jobs $jobs_before -> $jobs_after, said: $out"
 fi
+
+# A save that does not compile: the location as the learner opens it.
+echo "this line is not C++;" >> "$file"
+wait_for "still broken: port_zero does not compile" 60 "a save that does not compile should be checked"
+wait_for "^ *01_devices/exercises/port_zero\.cpp:[0-9]+:[0-9]+: .*error" 5 \
+  "the compiler's location should be relative to the checkout"
+screen | grep -q '\.\./01_devices/exercises/port_zero\.cpp' && fail "a location relative to the build folder was shown"
+cp "$backup" "$file"
+
+if [[ $in_guest == 1 ]]; then
+  # The guest dies under a check: said within 10 s, a new guest booted; p goes back meanwhile.
+  keys l
+  wait_for "type its number and Enter" 5 "l should list every exercise"
+  keys "$(number_of drops_error_events)" Enter
+  wait_for "checking 07_cm_events/drops_error_events \.\.\." 10 "a number from the list should open and check it"
+  sleep 1.5  # the check runs in the guest by now (its build is done: nothing to build)
+  kill_qemu
+  wait_for "the warm guest stopped during the check of 07_cm_events/drops_error_events \(its qemu is gone" 10 \
+    "the guest killed during a check should be said within 10 s"
+  keys p
+  wait_for "checking 01_devices/port_zero" 10 "p should go back to port_zero"
+  no_guest_left "$pgid" "the killed guest should be gone"
+fi
+
 # The learner's fix, saved as an editor would: the loop over the ports the device has.
 sed -i 's/for (int port = 0; port < attr.phys_port_cnt; ++port) {  \/\/ TODO/for (int port = 1; port <= attr.phys_port_cnt; ++port) {  \/\/ TODO/' "$file"
 grep -q 'port = 1; port <=' "$file" || { fail "could not edit $file"; exit 1; }
 wait_for "fixed: ports are numbered from 1" 180 "a save that fixes port_zero should be built, checked and called fixed"
 wait_for "1 of $total fixed" 5 "the progress bar should move"
-if [[ $crashed == 1 ]]; then
-  pgid=$(cat "$state/guest.pid" 2>/dev/null)
-  if screen | grep -q "the warm guest is gone" && [[ -n "$pgid" ]] && kill -0 "$pgid" 2>/dev/null; then
-    echo "ok: a crashed guest should be noticed and booted again"
-  else
-    fail "after the crash the runner should say so and boot a new warm guest (guest.pid: ${pgid:-none})"
-  fi
+if [[ $in_guest == 1 ]]; then
+  pgid=$(guest_group)
+  [[ -n "$pgid" && -n "$(alive_in_group "$pgid")" ]] && echo "ok: a new warm guest should run" ||
+    fail "after the crash a new warm guest should run (guest.pid: ${pgid:-none})"
+  # The guest dies between checks: said at once, booted again.
+  kill_qemu
+  wait_for "the warm guest stopped \(its qemu is gone: it crashed, or was killed\); booting it again" 5 \
+    "the guest killed between checks should be said within 5 s, and booted again"
+  no_guest_left "$pgid" "the guest killed between checks should be gone"
 fi
-tmux -L "$sock" send-keys n
+keys n
 wait_for "02_pd_mr/remote_write_alone: REMOTE_WRITE needs LOCAL_WRITE" 10 "n should move to the next exercise"
-tmux -L "$sock" send-keys h
-wait_for "hint 1 of [0-9]+:" 10 "h should show the next exercise's first hint"
-tmux -L "$sock" send-keys q
-wait_for "runner-exited-0" 30 "q should end the runner, exit 0"
+wait_for "still broken: REMOTE_WRITE needs LOCAL_WRITE" 180 "n should check it at once (in the guest booted again)"
+keys h
+wait_for "hint 1 of [0-9]+:" 10 "h should show the exercise's first hint"
+keys l "$(number_of no_recv_posted)" Enter
+wait_for "still broken: every Write with Immediate consumes a Recv" 60 "a two-peer exercise should be checked"
+keys o
+wait_for "^--- server: .*no_recv_posted" 10 "o should show the server's whole output"
+wait_for "^--- client 1: .*no_recv_posted .*-s " 2 "and the client's"
+keys x
+wait_for "save the file to check it" 5 "any key should go back from the output"
+pgid=$(guest_group)
+keys c
+wait_for "checking every exercise \.\.\." 10 "c should check every exercise"
+keys q
+wait_for "runner-exited-0" 15 "q during a check should end the runner, exit 0"
 [[ -n "$pgid" ]] && no_guest_left "$pgid" "q should leave no guest running"
+left=""
+for pid in $(ps -e -o pid=); do  # a check of this runner carries its guest's folder in its environment
+  { tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | grep -qxF "RDMA_TUTORIAL_GUEST=$state/guest" && left+=" $pid"
+done
+[[ -z "$left" ]] && echo "ok: q should leave no check running" || fail "q should leave no check running (pids$left)"
 grep -q '"verdict": "fixed"' "$state/progress.json" || fail "the progress file should record port_zero fixed"
+grep -q '"current": "05_write_imm/no_recv_posted"' "$state/progress.json" ||
+  fail "the progress file should name the exercise shown last as the current one"
 
-# Ctrl-C while watching: everything the runner started goes with it.
+# Ctrl-C while its guest boots: everything the runner started goes with it.
 cp "$backup" "$file"
 start_runner
-wait_for "0 of $total fixed" 180 "watch mode should come up again (port_zero shipped again: not fixed)"
-pgid=""
-have_active_port || pgid=$(cat "$state/guest.pid" 2>/dev/null)
-tmux -L "$sock" send-keys C-c
+if [[ $in_guest == 1 ]]; then
+  for ((i = 0; i < 100; i++)); do [[ -s "$state/guest.pid" ]] && break; sleep 0.1; done
+  pgid=$(guest_group)
+  [[ -n "$pgid" ]] || fail "watch mode should boot a guest again"
+  wait_for "booting the warm Soft-RoCE guest" 10 "watch mode should say it boots its guest"
+else
+  wait_for "0 of $total fixed" 30 "watch mode should come up again"
+fi
+keys C-c
 wait_for "runner-exited-130" 30 "Ctrl-C should end the runner (exit 130)"
-[[ -n "$pgid" ]] && no_guest_left "$pgid" "Ctrl-C should leave no guest, and no qemu, running"
+[[ -n "${pgid:-}" ]] && no_guest_left "$pgid" "Ctrl-C should leave no guest, and no qemu, running"
 [[ ! -e "$state/guest.pid" ]] || fail "Ctrl-C should leave no guest.pid behind"
 
 [[ $failures -eq 0 ]]

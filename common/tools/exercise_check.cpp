@@ -98,7 +98,15 @@ int main(int argc, char** argv) {
     }
     const auto verdict = rdma::testing::judge(spec, run);
 
-    std::cout << (verdict.fixed ? "fixed" : "still broken") << ": " << spec.title << " (" << verdict.reason << ")\n";
+    if (verdict.fixed || verdict.symptom_seen) {
+      std::cout << (verdict.fixed ? "fixed" : "still broken") << ": " << spec.title << " (" << verdict.reason << ")\n";
+    } else {
+      // Past the exercise's own symptom: the headline is what this run shows,
+      // not the first mistake (a QP walked to RTS with the wrong PSN now fails
+      // with a retry error, not "sending needs RTS").
+      std::cout << "still broken, no longer with its first symptom: " << verdict.reason << " (the exercise: " << spec.title
+                << ")\n";
+    }
     if (!verdict.fixed && !verdict.likely_fix.empty()) std::cout << "  likely fix: " << verdict.likely_fix << "\n";
     // A memory checker's report is never hidden behind a verdict.
     if (!verdict.checker_report.empty()) std::cout << "the program's output, with the report:\n" << run.all();

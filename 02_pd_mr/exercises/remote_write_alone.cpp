@@ -1,7 +1,9 @@
 // EXERCISE: REMOTE_WRITE needs LOCAL_WRITE
 // SYMPTOM: ibv_reg_mr\(target, REMOTE_WRITE\) failed \(EINVAL\)
 // FIXED: ^  target  LOCAL_WRITE \| REMOTE_WRITE \(
+// FIXED-SAYS: the target buffer's registration line, registered
 // FIXED: ^  target .*\n.*\n +rkey 0x[0-9a-f]+  for the peer
+// FIXED-SAYS: the target buffer's rkey, for the peer
 //
 // This is access_flags.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh remote_write_alone

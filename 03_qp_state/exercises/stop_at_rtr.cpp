@@ -1,7 +1,9 @@
 // EXERCISE: sending needs RTS, not just RTR
 // SYMPTOM: ibv_post_send\(QP B\) failed
 // FIXED: ^  QP A received "hello from QP B"$
+// FIXED-SAYS: QP A's line with the answer from QP B
 // FIXED: ^both QPs are in RTS and a message went each way$
+// FIXED-SAYS: the closing line: both QPs in RTS, a message each way
 //
 // This is connect.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh stop_at_rtr

@@ -1,6 +1,7 @@
 // EXERCISE: check the slot against the grant before reading it
 // SYMPTOM: checksum mismatch
 // FIXED: slot 16 was never granted to it \(its grant: 0\.\.15\); letting it go after 0 records
+// FIXED-SAYS: the server's refusal of slot 16, naming the client's grant, before it reads a record
 // ARGS: -s 192.0.2.1 --records 100 --hostile slot-not-granted
 // SERVER: --clients 1 --pool-chunks 2
 // CLIENTS: 1

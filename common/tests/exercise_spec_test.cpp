@@ -80,7 +80,7 @@ TEST_CASE("a clean exit without the symptom and with every fixed line should be 
   CHECK(judge(spec, r).fixed);
 }
 
-TEST_CASE("a clean exit that lacks a fixed line should be still broken, naming what is missing") {
+TEST_CASE("a clean exit that lacks a fixed line should be still broken, naming what is missing (the regex, without words)") {
   // A "fix" that makes the loop visit no port at all: no error, no port.
   const auto spec = parse_exercise_spec(source);
   run_result r;
@@ -89,6 +89,40 @@ TEST_CASE("a clean exit that lacks a fixed line should be still broken, naming w
   const auto j = judge(spec, r);
   CHECK_FALSE(j.fixed);
   CHECK(j.reason == "exit code 0, but the output lacks what a fixed run prints: /^  port 1$/");
+}
+
+TEST_CASE("a missing fixed line should be named by its FIXED-SAYS words, not its regex, when it has them") {
+  const auto spec = parse_exercise_spec(
+      "// EXERCISE: ports are numbered from 1\n// SYMPTOM: ibv_query_port\\(port 0\\)\n"
+      "// FIXED: ^  port 1$\n// FIXED-SAYS: a section for port 1\n// FIXED: ^    state +PORT_\n");
+  CHECK(spec.fixed == std::vector<std::string>{"^  port 1$", "^    state +PORT_"});
+  CHECK(spec.fixed_says == std::vector<std::string>{"a section for port 1", ""});
+  run_result r;
+  r.exit_code = 0;
+  r.out = "1 RDMA device\n";
+  CHECK(judge(spec, r).reason == "exit code 0, but the output lacks what a fixed run prints: a section for port 1");
+  // The second line has no words: its regex, as before.
+  r.out = "1 RDMA device\n  port 1\n";
+  CHECK(judge(spec, r).reason == "exit code 0, but the output lacks what a fixed run prints: /^    state +PORT_/");
+  r.out = "1 RDMA device\n  port 1\n    state        PORT_ACTIVE (4)\n";
+  CHECK(judge(spec, r).fixed);
+}
+
+TEST_CASE("a FIXED-SAYS line that follows no FIXED line should be refused, naming its line") {
+  const std::string head = "// EXERCISE: x\n// SYMPTOM: y\n";
+  const auto message = [](const std::string& text) {
+    try {
+      parse_exercise_spec(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(message(head + "// FIXED-SAYS: words\n// FIXED: z\n").starts_with("line 3: FIXED-SAYS:"));
+  CHECK(message(head + "// FIXED: z\n// ARGS: -d rxe0\n// FIXED-SAYS: words\n").starts_with("line 5: FIXED-SAYS:"));
+  CHECK(message(head + "// FIXED: z\n// FIXED-SAYS: words\n// FIXED-SAYS: more\n").starts_with("line 5: FIXED-SAYS:"));
+  CHECK(message(head + "// FIXED: z\n// FIXED-SAYS:\n").starts_with("line 4: FIXED-SAYS:"));
+  CHECK(message(head + "// FIXED: z\n// FIXED-SAYS: words\n") == "accepted");
 }
 
 TEST_CASE("the program's likely fix should be passed on, and a checker's report should fail the fix") {

@@ -41,7 +41,11 @@ std::string pick_line(const std::string& text, const std::regex* re) {
 exercise_spec parse_exercise_spec(std::string_view source) {
   exercise_spec spec;
   std::istringstream in{std::string(source)};
+  int number = 0;
+  int last_fixed = 0;  // the line number of the FIXED line just read, if the line before was one
   for (std::string raw; std::getline(in, raw);) {
+    ++number;
+    const bool after_fixed = last_fixed == number - 1 && last_fixed != 0;
     std::string_view line = trim(raw);
     if (!line.starts_with("//")) continue;
     line = trim(line.substr(2));
@@ -55,6 +59,18 @@ exercise_spec parse_exercise_spec(std::string_view source) {
       spec.symptom = value;
     } else if (key == "FIXED") {
       spec.fixed.emplace_back(value);
+      spec.fixed_says.emplace_back();
+      last_fixed = number;
+    } else if (key == "FIXED-SAYS") {
+      if (!after_fixed) {
+        throw std::invalid_argument("line " + std::to_string(number) +
+                                    ": FIXED-SAYS: must follow the FIXED line it describes, got '" + std::string(line) +
+                                    "'");
+      }
+      if (value.empty()) {
+        throw std::invalid_argument("line " + std::to_string(number) + ": FIXED-SAYS: expects words, got none");
+      }
+      spec.fixed_says.back() = value;
     } else if (key == "ARGS") {
       spec.args = split_words(value);
     } else if (key == "SERVER") {
@@ -149,10 +165,13 @@ judgement judge(const exercise_spec& spec, const run_result& run) {
   } else if (reported) {
     j.reason = "exit code " + std::to_string(run.exit_code) + ", but a memory checker reported: " + j.checker_report;
   } else {
-    for (const auto& wanted : spec.fixed) {
+    for (std::size_t i = 0; i < spec.fixed.size(); ++i) {
+      const std::string& wanted = spec.fixed[i];
       if (!std::regex_search(output, std::regex(wanted, std::regex::multiline))) {
-        j.reason = "exit code " + std::to_string(run.exit_code) + ", but the output lacks what a fixed run prints: /" +
-                   wanted + "/";
+        // The words, when the header gives them: the regex may be the answer.
+        const std::string says = i < spec.fixed_says.size() ? spec.fixed_says[i] : std::string();
+        j.reason = "exit code " + std::to_string(run.exit_code) + ", but the output lacks what a fixed run prints: " +
+                   (says.empty() ? "/" + wanted + "/" : says);
         return j;
       }
     }

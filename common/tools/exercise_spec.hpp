@@ -8,6 +8,16 @@
 //                                                  output, required)
 //   // FIXED: ^  port 1$                          (regex a fixed run must
 //                                                  print; one or more lines)
+//   // FIXED-SAYS: a section for port 1           (optional, right after the
+//                                                  FIXED line it describes:
+//                                                  what that line is, in words,
+//                                                  for a learner whose run lacks
+//                                                  it; its role, not its content
+//                                                  where the content is the
+//                                                  answer. Without it the
+//                                                  checker quotes the regex; one
+//                                                  after anything else is an
+//                                                  error naming its line)
 //   // ARGS: -d rxe0                              (arguments, optional)
 //   // SERVER: --notify flag                      (two-peer stages: the program
 //                                                  is first started as the server
@@ -38,10 +48,13 @@
 // does not show the symptom, shows every FIXED line, and carries no report
 // of a memory checker (ASan, UBSan, LSan, memcheck). So a "fix" that only
 // makes the symptom go away (a loop that visits no port at all) is still
-// broken. The exercise suite also demands that the shipped file fails *with*
-// the symptom, so an exercise that breaks for an unrelated reason does not
-// count as proven, and that a plausible wrong fix (a patch beside the
-// exercise) is judged still broken.
+// broken; its reason names the first FIXED line missing, by its FIXED-SAYS
+// words ("... lacks what a fixed run prints: a section for port 1"), or by
+// the regex, /^  port 1$/, where the header gives none. The exercise suite
+// also demands that the shipped file fails *with* the symptom, so an
+// exercise that breaks for an unrelated reason does not count as proven, and
+// that a plausible wrong fix (a patch beside the exercise) is judged still
+// broken.
 #pragma once
 
 #include <string>
@@ -57,6 +70,7 @@ struct exercise_spec {
   std::string title;
   std::string symptom;  // ECMAScript regex
   std::vector<std::string> fixed;  // regexes a fixed run must all match (multiline)
+  std::vector<std::string> fixed_says;  // per FIXED line, its FIXED-SAYS words, or empty
   std::vector<std::string> args;
   bool two_peers = false;               // a SERVER: line was given
   std::vector<std::string> server_args;

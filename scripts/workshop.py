@@ -287,7 +287,8 @@ def guest_failure():
         with open(GUEST_LOG, errors="replace") as f:
             tail = " / ".join(line.strip() for line in f.read().strip().splitlines()[-3:])
     env = subprocess.run([os.path.join(ROOT, "scripts", "check_env.sh")], capture_output=True, text=True)
-    guest_lines = [line for line in env.stdout.splitlines() if "guest" in line.lower() or "qemu" in line.lower()]
+    # Its guest line ("OK   guest: ..." or "FAIL guest: ..."), not the lines that mention the guest in passing.
+    guest_lines = [line for line in env.stdout.splitlines() if line[5:].startswith("guest:")]
     return (tail or "no output") + ("\n  check_env.sh: " + guest_lines[0].strip() if guest_lines else "")
 
 

@@ -74,7 +74,8 @@ build_tree() {
 # Run a command where an RDMA device is: natively if there is an active port
 # here; else in the warm guest of scripts/workshop.sh when one is up
 # ($RDMA_TUTORIAL_GUEST, its agent's folder, and $RXE_VM_PEER_PID, the
-# guest's rxe_vm.sh: scripts/on_peer.sh gives up if it dies); else inside a
+# guest's qemu: scripts/on_peer.sh gives up once it is gone, a zombie
+# counting as gone); else inside a
 # Soft-RoCE guest booted for it.
 on_device() {
   if have_active_port; then

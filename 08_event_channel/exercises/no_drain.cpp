@@ -5,7 +5,7 @@
 // FIXED: ^the client closed the connection$
 // FIXED-SAYS: the server's line that the client closed the connection
 // ARGS: -s 127.0.0.1 --burst 8 --solicited-every 8 --iters 20 --wait-ms 3000
-// SERVER: --wait-ms 3000 --accept-ms 20000
+// SERVER: --wait-ms 6000 --accept-ms 20000
 // INJECT: RDMA_INJECT_LATE_EVENT=10
 // TIMEOUT: 60
 //

@@ -42,9 +42,18 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              "client: lie in the handshake on purpose: psn-behind (send from a PSN behind the one we tell) or "
              "other-qpn (tell a QPN not ours)",
              [&](std::string_view v) { out.hostile = parse_hostile(v); });
+  parser.add(0, "ack-timeout", "N",
+             "client: wait 4.096 us x 2^N for an ACK before resending, 0-31; 0 waits forever (default 14: 67 ms)",
+             [&](std::string_view v) {
+               out.ack_timeout = static_cast<std::uint8_t>(rdma::parse_integer(v, "--ack-timeout", 0, 31));
+             });
+  parser.add(0, "retry-cnt", "N", "client: resends of an unacknowledged write, 0-7, before it fails (default 3)",
+             [&](std::string_view v) {
+               out.retry_cnt = static_cast<std::uint8_t>(rdma::parse_integer(v, "--retry-cnt", 0, 7));
+             });
   if (!parser.parse(argc, argv)) return false;
 
-  parser.check_roles(out.peer, {"iters", "tx-depth", "cq-mod", "hostile"});
+  parser.check_roles(out.peer, {"iters", "tx-depth", "cq-mod", "hostile", "ack-timeout", "retry-cnt"});
   // perftest's rule: never more signaled writes apart than fit in flight.
   if (out.cq_mod > out.tx_depth) {
     if (parser.given("cq-mod")) throw rdma::usage_error("--cq-mod must not exceed --tx-depth");

@@ -50,8 +50,12 @@ int main(int argc, char** argv) {
     // signaling keeps at most tx_depth / cq_mod + 1 completions due). Only
     // the server's QP accepts RDMA Writes; the client's accepts nothing.
     const unsigned qp_access = opts.peer.server.empty() ? IBV_ACCESS_REMOTE_WRITE : 0;
-    const rdma::rdma_device dev =
+    rdma::rdma_device dev =
         rdma::open_rdma_device(opts.device, static_cast<int>(opts.tx_depth) + 2, qp_access, "--tx-depth");
+    // How long the client's QP waits for an ACK, and how often it resends
+    // (docs/10-lossy-wire.md); the server sends no request to wait on.
+    if (opts.ack_timeout) dev.params.timeout = *opts.ack_timeout;
+    if (opts.retry_cnt) dev.params.retry_cnt = *opts.retry_cnt;
     // What the QP and the region will ask for, against what the device takes.
     dev.limits.queue_depth(opts.tx_depth, "writes in flight", "--tx-depth");
     dev.limits.registration(opts.size, "bytes in the region", "--size");

@@ -59,6 +59,10 @@ struct options {
   std::uint32_t cq_mod = 100;       // signal one write in cq_mod (perftest's default)
   notify_by notify = notify_by::send;
   hostile_kind hostile = hostile_kind::none;  // client: a lie in the handshake, on purpose
+  // The sender's retry knobs (chapter 03's RTR -> RTS; chapter 10 turns them
+  // on a wire that loses packets). Empty: common's qp_params defaults.
+  std::optional<std::uint8_t> ack_timeout;  // 4.096 us x 2^N a try; 0 waits forever
+  std::optional<std::uint8_t> retry_cnt;    // resends before IBV_WC_RETRY_EXC_ERR
 };
 
 // Returns false after --help. Throws rdma::usage_error on a bad command line.

@@ -19,6 +19,18 @@
 #         and the RoCE v2 packets that crossed the wire: tcpdump on the first
 #         guest's eth0 writes FILE (a pcap), then scripts/wire.py lists them,
 #         one line each, decoded by tshark
+#   04_rdma_write/run.sh --pair --drop N [--capture FILE] [ARGS...]
+#         and a wire that loses packets on purpose (docs/10-lossy-wire.md):
+#         --drop N          the Nth RoCE packet the client sends, once
+#         --drop-from N     the client's Nth RoCE packet and all after it
+#         --drop-every N    every Nth RoCE packet the client sends
+#         --server-drop N, --server-drop-from N, --server-drop-every N
+#                           the same for the packets the server sends
+#                           (its ACKs and NAKs, for 04)
+#         --netem 'ARGS'    tc netem on both guests' eth0: 'loss 1%',
+#                           'delay 2ms', 'reorder 25% delay 2ms'
+#         (scripts/impair.sh sets them up in each guest); after the run,
+#         what each side lost
 #   05_write_imm/run.sh --exercise NAME [ARGS...] [--client ARGS...]
 #         an exercise's program (NAME.cpp in the stage's exercises/, as it
 #         is now: shipped broken, or your fix) in place of the stage's own,
@@ -45,11 +57,21 @@ if [[ -z "$program" ]]; then
 fi
 
 pair=0 both=() client_only=() target=both capture="" want_capture=0 exercise="" want_exercise=0
+impair_client=() impair_server=() want_impair=""
 for arg in "$@"; do
   case "$arg" in
     -h|--help) [[ $target == both ]] && { usage; exit 0; } ;;
   esac
-  if [[ $want_capture == 1 ]]; then capture=$arg; want_capture=0
+  if [[ -n $want_impair ]]; then
+    # --drop* and --server-drop* to one side's scripts/impair.sh, --netem to both
+    case "$want_impair" in
+      --server-*) impair_server+=("--${want_impair#--server-}" "$arg") ;;
+      --netem) impair_client+=(--netem "$arg"); impair_server+=(--netem "$arg") ;;
+      *) impair_client+=("$want_impair" "$arg") ;;
+    esac
+    want_impair=""
+  elif [[ $target == both && "$arg" =~ ^--(server-)?drop(-from|-every)?$|^--netem$ ]]; then want_impair=$arg
+  elif [[ $want_capture == 1 ]]; then capture=$arg; want_capture=0
   elif [[ $want_exercise == 1 ]]; then exercise=$arg; want_exercise=0
   elif [[ "$arg" == --capture && $target == both ]]; then want_capture=1
   elif [[ "$arg" == --exercise && $target == both ]]; then want_exercise=1
@@ -101,6 +123,14 @@ if [[ $want_capture == 1 || ( -n "$capture" && $pair == 0 ) ]]; then
   echo "run: --capture FILE goes with --pair: only packets between two guests cross a wire (rxe's loopback on one device reaches no netdev)" >&2
   exit 2
 fi
+if [[ -n $want_impair ]]; then
+  echo "run: $want_impair needs a value (run.sh --help)" >&2
+  exit 2
+fi
+if [[ $pair == 0 && ${#impair_client[@]}${#impair_server[@]} != 00 ]]; then
+  echo "run: --drop, --server-drop and --netem go with --pair: they impair the wire between two guests" >&2
+  exit 2
+fi
 if [[ $two_peers == 0 && ( $pair == 1 || ${#client_only[@]} -gt 0 ) ]]; then
   echo "run: $stage has one program and no peer; --pair and --client are for stages 04 on" >&2
   exit 2
@@ -142,6 +172,19 @@ if [[ $two_peers == 0 ]]; then
 fi
 
 label() { sed -u "s/^/[$1] /"; }
+# The impairments first (before tcpdump: a capture shows only what the
+# wire carried). The server's are set through its agent, before it starts.
+# With them, what the losses moved on each side (scripts/hw_counters.sh):
+# NAKs, duplicates and retries are counted by the devices, not the
+# programs. The server's side in one call to its agent before the run and
+# one after (each costs seconds under TCG).
+impaired=$(( ${#impair_client[@]} + ${#impair_server[@]} ))
+if [[ $impaired -gt 0 ]]; then
+  if [[ ${#impair_client[@]} -gt 0 ]]; then scripts/impair.sh "${impair_client[@]}" || exit 2; fi
+  scripts/hw_counters.sh -d rxe0 --save /tmp/run_hw_counters || exit 2
+  scripts/on_peer.sh --timeout 60 -- bash -c '[[ $# -eq 0 ]] || scripts/impair.sh "$@" || exit 2
+    scripts/hw_counters.sh -d rxe0 --save /tmp/run_hw_counters' bash "${impair_server[@]}" || exit 2
+fi
 capture_pid=""
 if [[ -n "$capture" ]]; then
   # Both directions on the wire (RoCE v2 is UDP port 4791, rdma_cm's MADs
@@ -202,6 +245,19 @@ if [[ -n "$capture_pid" ]]; then
   dropped=$(sed -n 's/^\([0-9]*\) packets\{0,1\} dropped by kernel.*/\1/p' "$capture.log")
   [[ ${dropped:-0} -eq 0 ]] || echo "run: the capture misses $dropped packets tcpdump could not keep up with: the listing is incomplete" >&2
   rm -f "$capture.log"
+fi
+if [[ $impaired -gt 0 ]]; then
+  counted() { sed -e '1s/^hw_counters that changed:/run: hw_counters that changed, '"$1"':/' -e 's/^rxe0 port 1 /  rxe0 port 1 /'; }
+  scripts/hw_counters.sh -d rxe0 --since /tmp/run_hw_counters | counted "client (192.0.2.1)" >&2
+  # The server's counters, then what its wire lost (a line starting "wire:").
+  server_after=$(scripts/on_peer.sh --timeout 60 -- bash -c 'scripts/hw_counters.sh -d rxe0 --since /tmp/run_hw_counters
+    [[ $1 == 0 ]] || { echo "wire: $(scripts/impair.sh --report)"; scripts/impair.sh --clear; }' bash "${#impair_server[@]}")
+  grep -v '^wire: ' <<<"$server_after" | counted "server (192.0.2.2)" >&2
+  if [[ ${#impair_client[@]} -gt 0 ]]; then
+    echo "run: the wire, client (192.0.2.1): $(scripts/impair.sh --report)" >&2
+    scripts/impair.sh --clear
+  fi
+  sed -n 's/^wire: /run: the wire, server (192.0.2.2): /p' <<<"$server_after" >&2
 fi
 if [[ $client_status -ne 0 || $server_status -ne 0 ]]; then
   echo "run: the server exited with $server_status, the client with $client_status" >&2

@@ -15,6 +15,14 @@ AETH (ACK, RNR NAK with its timer code, NAK with its reason, and the MSN),
 or, for a connection manager MAD on QP 1, its message (REQ, REP, RTU, DREQ,
 DREP, REJ, MRA). --json prints the same as one JSON object per packet, the
 form the tests read.
+
+A request whose PSN skips ahead of the one its QP's packets have reached
+(the packet before it lost, as run.sh --pair --drop arranges) is preceded
+by a line of its own for each PSN never seen, "(not on this wire)": the
+responder's NAK names the first of them. So is a resend that goes back
+while the message before it stopped short (its last packet, First or
+Middle, not a Last or Only): the PSN after it never came; and a capture
+that ends inside a message is followed by such a line.
 """
 
 import json
@@ -168,6 +176,63 @@ def decode(path, client="192.0.2.1"):
     return packets
 
 
+PSN_SPACE = 1 << 24
+# Packets that carry the requester's PSNs but are not requests: the responder
+# answers with the PSN it acknowledges or the read response's own.
+NOT_REQUESTS = ("Acknowledge", "RDMA READ Response", "Atomic Acknowledge")
+
+
+def missing_psns(packets):
+    """(index, direction, dqpn, psn) for each PSN a request stream skipped, before packet `index`.
+
+    Each direction's requests to one QP count up by one a packet; a resend
+    goes back (go-back-N) and is no gap. An RDMA Read request takes as many
+    PSNs as its response has packets, which the listing cannot know (the
+    path MTU is the QPs'), so the count starts again at the next request."""
+    expected, last, marked = {}, {}, set()
+    out = []
+    for i, p in enumerate(packets):
+        if p["psn"] is None or p["dqpn"] in (None, 0, 1) or p["opcode"].startswith(NOT_REQUESTS):
+            continue
+        key = (p["dir"], p["dqpn"])
+        want = expected.get(key)
+        if want is not None:
+            ahead = (p["psn"] - want) % PSN_SPACE
+            if 0 < ahead < PSN_SPACE // 2:
+                out.extend((i, p["dir"], p["dqpn"], (want + k) % PSN_SPACE) for k in range(ahead))
+            elif ahead != 0:
+                # Behind: a resend; the stream has already gone further. If
+                # it had stopped inside a message, the packet after is lost.
+                if last.get(key, "").endswith(("First", "Middle")) and (key, want) not in marked:
+                    out.append((i, p["dir"], p["dqpn"], want))
+                    marked.add((key, want))
+                continue
+        expected[key] = None if p["opcode"].startswith("RDMA READ Request") else (p["psn"] + 1) % PSN_SPACE
+        last[key] = p["opcode"]
+    # A capture that ends inside a message: its next packet never came either.
+    for key, opcode in last.items():
+        if opcode.endswith(("First", "Middle")) and (key, expected[key]) not in marked:
+            out.append((len(packets), key[0], key[1], expected[key]))
+    return out
+
+
+def listing(packets):
+    """The lines run.sh prints: each packet's, with a line before it for each PSN missing there."""
+    gaps = {}
+    for i, direction, dqpn, psn in missing_psns(packets):
+        gaps.setdefault(i, []).append((direction, dqpn, psn))
+    lines = []
+    for i, p in enumerate(packets):
+        lines.extend(missing_line(*gap) for gap in gaps.get(i, []))
+        lines.append(line(p))
+    lines.extend(missing_line(*gap) for gap in gaps.get(len(packets), []))
+    return lines
+
+
+def missing_line(direction, dqpn, psn):
+    return f"{'':9} {direction} {'(not on this wire)':<30} psn=0x{psn:06x} qp=0x{dqpn:<3x}    lost on the way"
+
+
 def line(p):
     flags = ("A" if p["ackreq"] else "-") + ("S" if p["solicited"] else "-")
     psn = "-" if p["psn"] is None else f"0x{p['psn']:06x}"
@@ -217,8 +282,8 @@ def main(argv):
     except WireError as e:
         print(f"wire: {e}", file=sys.stderr)
         return 1
-    for p in packets:
-        print(json.dumps(p, sort_keys=True) if as_json else line(p))
+    for text in ([json.dumps(p, sort_keys=True) for p in packets] if as_json else listing(packets)):
+        print(text)
     if not packets:
         print(f"wire: no RoCE v2 packet in {args[0]}", file=sys.stderr)
         return 1

@@ -41,7 +41,7 @@ runtime_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest ip
 # suite's wire checks: tcpdump in the guest, tshark's RoCE v2 dissector).
 # The docs part: scripts/plot.py draws docs/img/*.svg from docs/data/*.csv.
 docs_pkgs=(python3-matplotlib)
-vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark)
+vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark nftables)
 
 # Read the distribution once: the kernel meta-package has a different name on
 # Ubuntu, where rdma_rxe.ko comes with linux-modules-extra (pulled in by

@@ -90,8 +90,25 @@ stage_dir="subprojects/$stage/"
 # the verdict each program's command line and output. The copy costs a bash
 # and two tee per program (0.2 to 0.3 s a check in the guest under TCG), so
 # it is asked for, never the default.
+# Where the checker runs: on a device (lib.sh's on_device); an exercise
+# whose header has a PAIR line crosses the wire between two hosts, so it
+# runs in the first guest of a pair booted for it (about 30 s: never in the
+# workshop's warm guest, which is one host), or where that pair already is.
+where() {
+  if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
+    if [[ -n "${RXE_VM:-}" ]]; then
+      echo "check_exercise: $name runs across two hosts: check it from the host, which boots the two guests (scripts/rxe_vm.sh --pair)" >&2
+      return 2
+    fi
+    "$(repo_root)/scripts/rxe_vm.sh" --pair --timeout 600 -- "$@"
+  else
+    on_device "$@"
+  fi
+}
+pair=0
+grep -q '^// PAIR:' "$source_file" && pair=1
 judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with --show-output what each program printed
-  [[ $show_output == 1 ]] || { on_device "$build/subprojects/common/exercise_check" "${expect[@]}" "$source_file" "$1"; return; }
+  [[ $show_output == 1 ]] || { where "$build/subprojects/common/exercise_check" "${expect[@]}" "$source_file" "$1"; return; }
   local kept status f n=0 count
   kept="$build/exercise_output/$stage/$name"
   [[ $kept == /* ]] || kept="$PWD/$kept"  # the path the guest runs the wrapper by, the same there
@@ -105,7 +122,7 @@ judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with -
   } > "$kept/keep.sh"
   chmod +x "$kept/keep.sh"
   status=0
-  RDMA_TUTORIAL_WRAPPER="$kept/keep.sh" on_device "$build/subprojects/common/exercise_check" "${expect[@]}" \
+  RDMA_TUTORIAL_WRAPPER="$kept/keep.sh" where "$build/subprojects/common/exercise_check" "${expect[@]}" \
     "$source_file" "$1" || status=$?
   shopt -s nullglob
   local started=("$kept"/*.cmd)

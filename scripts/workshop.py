@@ -680,7 +680,14 @@ class Runner:
         self.keep_guest = True
         self.ensure_guest()
         rows, bad = [], 0
-        for e in self.exercises:
+        # In a guest that has no second one (CI's device guest), an exercise across two hosts cannot
+        # run: the pair suite checks those (common/stage_rules.build). Anywhere else the checker
+        # boots the two guests it needs.
+        alone = os.environ.get("RXE_VM") == "1" and not os.environ.get("RXE_VM_PEER_DIR")
+        skipped = [e for e in self.exercises if alone and e.pair]
+        for e in skipped:
+            say(f"  {'skipped':<11}{'(two hosts)':<14}{e.qualified}")
+        for e in [e for e in self.exercises if e not in skipped]:
             # As shipped, still broken *with its own symptom* (exercise_check --expect broken), as CI
             # proves; with --reference, the stage's own program passes the exercise's checks.
             if reference:
@@ -698,7 +705,9 @@ class Runner:
             if not ok:
                 say("\n".join("      | " + line for line in learner_text(out).rstrip().splitlines()[-12:]))
         what = "the stages' own code passes every exercise" if reference else "every exercise is still broken"
-        say(f"{len(self.exercises) - bad} of {len(self.exercises)} as expected ({what})")
+        checked = len(self.exercises) - len(skipped)
+        say(f"{checked - bad} of {checked} as expected ({what})" +
+            (f"; {len(skipped)} across two hosts not checked in this guest (the pair suite checks them)" if skipped else ""))
         return 0 if bad == 0 else 1
 
     def cmd_reset(self, name, yes):

@@ -38,6 +38,7 @@ class Exercise:
         self.title = header.get("EXERCISE", [""])[0]
         self.symptom = header.get("SYMPTOM", [""])[0]
         self.two_peers = "SERVER" in header
+        self.pair = "PAIR" in header  # across the two guests of scripts/rxe_vm.sh --pair
         self.piece = piece_of(root, stage, name)
 
     @property

@@ -205,7 +205,8 @@ std::string modify_hint(const transition& t, int err) {
     case IBV_QPS_INIT:
       return mask_was + "port_num must be a port of the device (from 1) and pkey_index inside its P_Key table";
     case IBV_QPS_RTR:
-      return mask_was + "sgid_index must be a filled GID entry (-g; 01_devices/devices lists them), "
+      return mask_was + "sgid_index must be a filled GID entry (-g; 01_devices/devices lists them) of the "
+                        "address family of the peer's GID (an fe80:: one against a ::ffff: IPv4 one fails here), "
                         "path_mtu no larger than the port supports, and the QP must be in INIT";
     case IBV_QPS_RTS:
       return mask_was + "retry_cnt and rnr_retry must be 0-7, timeout 0-31, and the QP must be in RTR";

@@ -10,7 +10,9 @@
 // says how to run it, which symptom the broken form shows and what a fixed
 // run must print (see exercise_spec.hpp), and, with an INJECT line, the
 // injection shim's modes every run goes through (librdma_inject.so, which
-// the build puts beside this program).
+// the build puts beside this program). With a PAIR line the run crosses the
+// wire of scripts/rxe_vm.sh --pair, impaired as the line says: this checker
+// then runs in the first guest, the server through scripts/on_peer.sh.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +45,48 @@ void use_shim(const rdma::testing::exercise_spec& spec) {
   ::setenv("ASAN_OPTIONS", (std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0").c_str(), 1);
   for (const auto& [name, value] : spec.inject) ::setenv(name.c_str(), value.c_str(), 1);
 }
+
+// PAIR: the two guests' wire loses what the exercise says for the run
+// (scripts/impair.sh in this guest, and through scripts/on_peer.sh in the
+// other), and is whole again after it, whatever the run did.
+class impaired_wire {
+ public:
+  impaired_wire(const std::filesystem::path& scripts, const rdma::testing::exercise_spec& spec)
+      : impair_((scripts / "impair.sh").string()), on_peer_((scripts / "on_peer.sh").string()) {
+    if (!spec.impair_client.empty()) {
+      std::vector<std::string> here{impair_};
+      here.insert(here.end(), spec.impair_client.begin(), spec.impair_client.end());
+      set(here, "this guest");
+    }
+    if (!spec.impair_server.empty()) {
+      std::vector<std::string> there{on_peer_, "--timeout", "60", "--", impair_};
+      there.insert(there.end(), spec.impair_server.begin(), spec.impair_server.end());
+      set(there, "the server's guest");
+    }
+  }
+  ~impaired_wire() {
+    for (const auto& argv : set_) {
+      std::vector<std::string> clear(argv.begin(), argv.begin() + (argv[0] == on_peer_ ? 5 : 1));
+      clear.push_back("--clear");
+      rdma::testing::process(clear).wait(std::chrono::seconds(60));
+    }
+  }
+  impaired_wire(const impaired_wire&) = delete;
+  impaired_wire& operator=(const impaired_wire&) = delete;
+
+ private:
+  void set(const std::vector<std::string>& argv, const std::string& where) {
+    const auto r = rdma::testing::process(argv).wait(std::chrono::seconds(60));
+    if (r.exit_code != 0) {
+      throw rdma::tutorial_error("could not impair the wire in " + where + " (" + argv.back() + "): " + r.all(),
+                                 "scripts/impair.sh needs nftables and the guest's tc modules (scripts/rxe_vm.sh --pair)");
+    }
+    set_.push_back(argv);
+  }
+  std::string impair_;
+  std::string on_peer_;
+  std::vector<std::vector<std::string>> set_;
+};
 
 }  // namespace
 
@@ -87,7 +131,23 @@ int main(int argc, char** argv) {
       server = rdma::testing::with_port(server, port != nullptr ? port : "");
       command = rdma::testing::with_server_address(rdma::testing::with_port(command, port != nullptr ? port : ""),
                                                    address != nullptr ? address : "");
-      if (spec.clients > 1) {
+      if (spec.pair) {
+        // The server on the other guest (scripts/on_peer.sh, in the checkout
+        // this exercise file is in), the client here, across the wire.
+        if (std::getenv("RXE_VM_PEER_DIR") == nullptr) {
+          throw rdma::tutorial_error("this exercise runs across two hosts, and there is no second guest here",
+                                     "scripts/check_exercise.sh boots the two guests it needs (scripts/rxe_vm.sh --pair)");
+        }
+        // (canonical: the tests name the file through subprojects/, a link to the stage's folder)
+        const auto scripts =
+            std::filesystem::canonical(exercise_file).parent_path().parent_path().parent_path() / "scripts";
+        const auto limit = rdma::testing::scaled(std::chrono::seconds(spec.timeout_seconds));
+        const std::vector<std::string> on_peer{(scripts / "on_peer.sh").string(), "--timeout",
+                                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count() + 30),
+                                               "--"};
+        const impaired_wire wire(scripts, spec);
+        run = rdma::testing::run_pair(server, command, std::chrono::seconds(spec.timeout_seconds), on_peer).combined();
+      } else if (spec.clients > 1) {
         const std::vector<std::vector<std::string>> clients(static_cast<std::size_t>(spec.clients), command);
         run = rdma::testing::run_group(server, clients, std::chrono::seconds(spec.timeout_seconds)).combined();
       } else {

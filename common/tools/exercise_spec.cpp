@@ -76,6 +76,21 @@ exercise_spec parse_exercise_spec(std::string_view source) {
     } else if (key == "SERVER") {
       spec.two_peers = true;
       spec.server_args = split_words(value);
+    } else if (key == "PAIR") {
+      spec.pair = true;
+      const auto words = split_words(value);
+      for (std::size_t i = 0; i < words.size(); i += 2) {
+        static const std::regex impairment("^--(server-)?(drop|drop-from|drop-every)$");
+        std::smatch m;
+        if (!std::regex_match(words[i], m, impairment) || i + 1 == words.size() ||
+            !std::regex_match(words[i + 1], std::regex("[1-9][0-9]*"))) {
+          throw std::invalid_argument("PAIR: expects impairments as run.sh takes them (--drop N, --server-drop N, "
+                                      "--drop-from N, --drop-every N ...), got '" + std::string(value) + "'");
+        }
+        auto& side = m[1].matched ? spec.impair_server : spec.impair_client;
+        side.push_back("--" + m[2].str());
+        side.push_back(words[i + 1]);
+      }
     } else if (key == "CLIENTS") {
       try {
         spec.clients = std::stoi(std::string(value));
@@ -103,6 +118,9 @@ exercise_spec parse_exercise_spec(std::string_view source) {
         throw std::invalid_argument("TIMEOUT: expects seconds, got '" + std::string(value) + "'");
       }
     }
+  }
+  if (spec.pair && !spec.two_peers) {
+    throw std::invalid_argument("PAIR: needs a SERVER line: the server runs on the other guest");
   }
   if (spec.clients < 1 || (spec.clients > 1 && !spec.two_peers)) {
     throw std::invalid_argument("CLIENTS: needs a SERVER line and a number of 1 or more");

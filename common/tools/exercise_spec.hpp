@@ -31,6 +31,15 @@
 //   // EXIT: 1                                    (the exit code of a fixed run,
 //                                                  default 0: for an exercise whose
 //                                                  program must fail, clearly)
+//   // PAIR: --drop 4                           (with SERVER: the run crosses the
+//                                                  wire of scripts/rxe_vm.sh --pair,
+//                                                  the server on the second guest,
+//                                                  the client here, ARGS' -s
+//                                                  192.0.2.2; and that wire loses
+//                                                  what run.sh's impairments say,
+//                                                  --drop N, --server-drop N ...,
+//                                                  set by scripts/impair.sh for the
+//                                                  run and cleared after it)
 //   // INJECT: RDMA_INJECT_LATE_ARM=400           (optional: every run of the
 //                                                  exercise, both peers, whichever
 //                                                  program is judged, goes through
@@ -79,6 +88,11 @@ struct exercise_spec {
   int exit_code = 0;  // what a fixed run returns (EXIT:)
   // INJECT: the shim's modes, NAME=VALUE each, every NAME an RDMA_INJECT_ one.
   std::vector<std::pair<std::string, std::string>> inject;
+  // PAIR: across two guests; the impairments of each side's wire, as
+  // scripts/impair.sh takes them (the server's --server-drop N as --drop N).
+  bool pair = false;
+  std::vector<std::string> impair_client;
+  std::vector<std::string> impair_server;
 };
 
 // Throws std::invalid_argument naming the missing or malformed line.

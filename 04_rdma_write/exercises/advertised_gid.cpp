@@ -1,0 +1,134 @@
+// EXERCISE: advertise the GID your QP sends from
+// SYMPTOM: ibv_modify_qp\(our QP, INIT -> RTR\) failed \(EINVAL\)
+// FIXED: ^  completion: wr_id 1: IBV_WC_RDMA_WRITE$
+// FIXED-SAYS: the client's line that its write completed
+// FIXED: ^the client wrote 4096 bytes, 1 time\(s\)
+// FIXED-SAYS: the server's line with what the client wrote
+// ARGS: -s 192.0.2.2 --wait-ms 15000
+// SERVER: --wait-ms 15000 --accept-ms 30000
+// PAIR:
+// TIMEOUT: 90
+//
+// This is common/src/peer.cpp, the part of common every two-peer stage uses
+// to open the device and exchange endpoints, with one bug; here it runs in
+// stage 04's rdma_write across the two guests. Build and check it with
+//   scripts/check_exercise.sh advertised_gid
+//
+// TODO: each side prints its GID entry ("GID [1] ::ffff:192.0.2.2") and the
+// one its peer advertised ("gid ..."), and the server cannot even take its QP
+// to RTR: EINVAL. Put the two lines side by side. Which entry of the GID
+// table does local_endpoint tell the peer about, and which one does our QP
+// send from? (Hint: docs/10-lossy-wire.md, section "Exercises".)
+#include "rdma_tutorial/peer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <random>
+
+#include "rdma_tutorial/device.hpp"
+#include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/port.hpp"
+#include "rdma_tutorial/waiting.hpp"
+
+namespace rdma {
+
+rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access, std::string_view cq_option) {
+  rdma_device dev;
+  dev.ctx = open_device(opts.device);
+  check_rc(ibv_query_port(dev.ctx.get(), opts.port, &dev.port_attr), "ibv_query_port");
+  const ibv_port_attr& port_attr = dev.port_attr;
+  if (port_attr.link_layer != IBV_LINK_LAYER_ETHERNET) {
+    throw tutorial_error(std::string(ibv_get_device_name(dev.ctx->device)) + " port " + std::to_string(opts.port) +
+                             " is not Ethernet (link layer " + std::to_string(port_attr.link_layer) +
+                             ", InfiniBand): this stage reaches its peer by GID over RoCE and carries no LID",
+                         "use a RoCE port (-d, -i), or stage 07's rdma_cm, which finds the path on InfiniBand too");
+  }
+  dev.gid = choose_gid(dev.ctx.get(), opts.port, opts.gid_index);
+  dev.limits = device_limits(dev.ctx.get());
+  dev.params.port = opts.port;
+  dev.params.gid_index = sgid_index(dev.gid.index);
+  dev.params.path_mtu = port_attr.active_mtu;
+  dev.params.qp_access_flags = qp_access;
+  dev.pd.reset(check_ptr(ibv_alloc_pd(dev.ctx.get()), "ibv_alloc_pd"));
+  if (cq_entries > 0) {  // 0: the stage makes its own (stage 08, bound to a completion channel)
+    dev.limits.cq_entries(static_cast<std::uint64_t>(cq_entries), cq_option);
+    dev.cq.reset(check_ptr(ibv_create_cq(dev.ctx.get(), cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
+  }
+  return dev;
+}
+
+std::string describe(const rdma_device& dev) {
+  return std::string(ibv_get_device_name(dev.ctx->device)) + " port " + std::to_string(dev.params.port) + ", GID [" +
+         std::to_string(dev.gid.index) + "] " + gid_to_string(dev.gid.gid) + " (" + gid_type_name(dev.gid.type) +
+         "), path_mtu " + std::to_string(mtu_bytes(dev.params.path_mtu));
+}
+
+ibv_mtu agree_path_mtu(ibv_mtu ours, std::uint32_t peer_bytes) { return std::min(ours, mtu_enum(peer_bytes)); }
+
+wire::endpoint local_endpoint(const rdma_device& dev, const ibv_qp* qp) {
+  std::random_device random;
+  wire::endpoint e;
+  e.qp_num = qp->qp_num;
+  e.psn = random() & 0xffffff;
+  // The port's GID: the first entry of its table.  // TODO
+  check_rc(ibv_query_gid(dev.ctx.get(), dev.params.port, 0, &e.gid), "ibv_query_gid(index 0)");  // TODO
+  e.mtu = static_cast<std::uint32_t>(mtu_bytes(dev.params.path_mtu));
+  return e;
+}
+
+void connect_to_peer(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer, const qp_params& params) {
+  // The path MTU both ends agree on: the smaller port's. Each side's own
+  // active_mtu says only what its port takes; a packet longer than the
+  // other port's (or than a switch's between them) is dropped, and RC
+  // then resends it until retry_cnt runs out.
+  qp_params agreed = params;
+  agreed.path_mtu = agree_path_mtu(params.path_mtu, std::min(ours.mtu, peer.mtu));
+  connect_qp_rts(qp, "our QP", ours.psn, peer_info{peer.qp_num, peer.psn, peer.gid}, agreed);
+}
+
+peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms) {
+  tcp::socket client = tcp::accept_one(listener, tcp::after_ms(accept_ms));
+  const wire::endpoint peer = tcp::receive_endpoint(client, tcp::after_ms(wait_ms));
+  return {std::move(client), peer};
+}
+
+peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::endpoint& ours, int wait_ms) {
+  tcp::socket server = tcp::connect_to(host, port, tcp::after_ms(wait_ms));
+  tcp::send_endpoint(server, ours, tcp::after_ms(wait_ms));
+  const wire::endpoint peer = tcp::receive_endpoint(server, tcp::after_ms(wait_ms));
+  return {std::move(server), peer};
+}
+
+void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
+                          const std::function<bool()>& arrived, waiting how, std::string_view silent_hint) {
+  using clock = std::chrono::steady_clock;
+  // The clock is read once every looks_per_clock looks: where it is a
+  // system call (a guest whose clocksource is an emulated HPET) reading it
+  // on every look would slow the loop down more than anything it waits for
+  // (waiting.hpp has this loop's numbers).
+  std::optional<clock::time_point> start;
+  for (std::uint32_t looks = 1; !arrived(); ++looks) {
+    if (looks % waiting_policy::looks_per_clock != 0) continue;
+    const auto now = clock::now();
+    if (!start) start = now;
+    if (now - *start > std::chrono::milliseconds(wait_ms)) {
+      throw tutorial_error("nothing within " + std::to_string(wait_ms) + " ms while we waited for " + std::string(what),
+                           silent_hint.empty()
+                               ? std::string(who) + " is stuck or its packets do not arrive; its own output says which"
+                               : std::string(silent_hint));
+    }
+    const bool nap = how == waiting::backs_off && now - *start > waiting_policy::spin_before_napping;
+    if ((nap || looks % waiting_policy::looks_per_socket == 0) &&
+        tcp::peer_closed(peer, nap ? waiting_policy::nap_on_socket_ms : 0)) {
+      const auto grace = clock::now() + waiting_policy::grace_after_close;
+      while (clock::now() < grace) {
+        if (arrived()) return;
+      }
+      throw tutorial_error(std::string(who) + " closed the connection while we waited for " + std::string(what),
+                           std::string(who) + " failed or gave up; its own output says why");
+    }
+  }
+}
+
+}  // namespace rdma

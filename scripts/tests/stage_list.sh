@@ -27,8 +27,15 @@ done
 # Nothing listed anywhere that stages.txt lacks, and the same order.
 readme_folders=$(grep -o '^| \[`[0-9][0-9]_[a-z_0-9]*`\]' README.md | grep -o '[0-9][0-9]_[a-z_0-9]*' | paste -sd' ')
 [[ "$readme_folders" == "${folders[*]}" ]] || fail "README.md lists '$readme_folders', stages.txt '${folders[*]}'"
+# The chapters that read over the stages' programs, with no stage of their
+# own, come after the stages' (docs/10-lossy-wire.md).
+reading=(docs/10-lossy-wire.md)
+for chapter in "${reading[@]}"; do
+  [[ -f "$chapter" ]] || fail "the reading chapter $chapter does not exist"
+  grep -q "(${chapter})" README.md || fail "README.md does not link the reading chapter $chapter"
+done
 index=$(grep -o '([0-9][0-9]-[a-z0-9-]*\.md)' docs/README.md | tr -d '()' | grep -v '^00-' | paste -sd' ')
-expected=$(printf '%s\n' "${chapters[@]}" | sed 's|^docs/||' | paste -sd' ')
+expected=$(printf '%s\n' "${chapters[@]}" "${reading[@]}" | sed 's|^docs/||' | paste -sd' ')
 [[ "$index" == "$expected" ]] || fail "docs/README.md lists '$index', stages.txt '$expected'"
 for dir in [0-9][0-9]_*/; do
   dir=${dir%/}

@@ -56,8 +56,8 @@ def decoded(capture, out_path):
         out = f.read()
     print(out, end="")
     packets = wire.decode(capture) if os.path.exists(capture) else []
-    for p in packets:
-        print("  " + wire.line(p))
+    for text in wire.listing(packets):
+        print("  " + text)
     return out, packets
 
 
@@ -395,7 +395,8 @@ def exercise_window_without_remote_write(out, packets, c):
 # <!-- exit: N --> line before it gives the run's status (default 0).
 BLOCK = re.compile(r"(?:<!-- exit: (\d+) -->\n)?```text\n\$ (\d\d_\w+)/run\.sh --pair --capture \S+((?: \S+)*)\n(.*?)```",
                    re.S)
-PACKET = re.compile(r"^\s*\d+\.\d{6} (c>s|s>c) (\S+)")
+# A packet's line, or the line wire.py puts where a PSN never came ("(not on this wire)").
+PACKET = re.compile(r"^\s*(?:\d+\.\d{6} )?(c>s|s>c) (\S+)")
 LABEL = re.compile(r"^\[([^\]]+)\] ")
 
 
@@ -527,6 +528,96 @@ def check_listing(c, expected, actual, where):
         c.expect(why is None, f"{where}: the block's {k} lines, masked, are the run's" + ("" if why is None else f": {why}"))
 
 
+# run.sh's impairments (scripts/impair.sh): a run with any of them is checked by check_loss.
+IMPAIRMENTS = ("--drop", "--drop-from", "--drop-every", "--server-drop", "--server-drop-from", "--server-drop-every",
+               "--netem")
+
+
+def option(args, name, default=None):
+    return int(args[args.index(name) + 1]) if name in args else default
+
+
+def check_loss(args, out, packets, c):
+    """04 across a wire that lost chosen packets (docs/10-lossy-wire.md): where the gap is, the NAK or the timeout
+    that finds it, what is sent again, and how the write ends, from run.sh's options and what the programs printed."""
+    import wire
+    mtu, dqpn, first = tcp_endpoints(out)
+    length = field(r"^\[client\] RDMA Write: (\d+) bytes", out, "write length", 10)
+    n = segments(length, mtu)
+    last = (first + n - 1) % (1 << 24)
+    drop, server_drop, server_from = option(args, "--drop"), option(args, "--server-drop"), option(args, "--server-drop-from")
+    retries, ack_timeout = option(args, "--retry-cnt", 3), option(args, "--ack-timeout", 14)
+    timeout_s = 4.096e-6 * 2 ** ack_timeout
+    sent = [p for p in packets if p["dir"] == "c>s" and is_request(p)]
+    back = [p for p in packets if p["dir"] == "s>c"]
+    naks = [p for p in back if p.get("aeth", {}).get("kind") == "NAK"]
+    gaps = [psn for _, d, _, psn in wire.missing_psns(packets) if d == "c>s"]
+    write = [p for p in sent if (p["psn"] - first) % (1 << 24) < n]
+    completed = re.search(r"^\[client\]   completion: wr_id 1: IBV_WC_RDMA_WRITE$", out, re.M) is not None
+    if drop is not None and drop <= n:
+        lost = (first + drop - 1) % (1 << 24)
+        c.expect(gaps == [lost], f"the listing marks the write's packet {drop}, psn 0x{lost:06x}, as never on the wire "
+                                 f"(marked: {', '.join(f'0x{g:06x}' for g in gaps) or 'none'})")
+        if retries == 0 or ack_timeout == 0:
+            c.expect(all(p["psn"] != lost for p in write), "and it is never sent again")
+        elif drop < n:
+            # A later packet shows the gap: one NAK names the PSN the responder expected.
+            c.expect(len(naks) == 1 and naks[0]["aeth"]["reason"] == "PSN sequence error" and naks[0]["psn"] == lost,
+                     f"one NAK, PSN sequence error, at psn 0x{lost:06x} (seen: " +
+                     ", ".join(f"{p['aeth']['reason']} 0x{p['psn']:06x}" for p in naks) + ")")
+            after = [p for p in write if naks and p["time"] > naks[0]["time"]]
+            want = [(lost + k) % (1 << 24) for k in range((last - lost) % (1 << 24) + 1)]
+            seen = ", ".join(f"0x{p['psn']:06x}" for p in after) or "nothing"
+            c.expect([p["psn"] for p in after][:len(want)] == want,
+                     f"after it the write is sent again from psn 0x{lost:06x} to its last, 0x{last:06x}: go-back-N "
+                     f"(seen: {seen})")
+        else:
+            # The last packet: nothing after it shows the gap. The timeout does.
+            c.expect(not naks, "no NAK: no later packet showed the responder a gap")
+            again = [p for p in write[n - 1:] if p["psn"] == first]
+            c.expect(bool(again) and again[0]["time"] - write[0]["time"] >= 0.75 * timeout_s,
+                     f"the whole write sent again, from its first PSN, an ACK timeout ({timeout_s * 1000:.0f} ms) after "
+                     f"its first packet" + (f" ({(again[0]['time'] - write[0]['time']) * 1000:.1f} ms)" if again else
+                                            " (never sent again)"))
+    if server_drop is not None or server_from is not None:
+        c.expect(not gaps, "every request reached the wire: the losses are the server's")
+        tries = sum(p["psn"] == first for p in write)
+        want = retries + 1 if server_from == 1 else 2
+        c.expect(tries == want, f"the write's first packet sent {want} times (seen {tries})")
+        starts = [p["time"] for p in write if p["psn"] == first]
+        c.expect(all(b - a >= 0.75 * timeout_s for a, b in zip(starts, starts[1:])),
+                 f"each try an ACK timeout ({timeout_s * 1000:.0f} ms) after the one before (seen: " +
+                 ", ".join(f"{(b - a) * 1000:.1f} ms" for a, b in zip(starts, starts[1:])) + ")")
+        if server_from == 1:
+            c.expect(not back, f"nothing comes back from the server (seen {len(back)} packets)")
+        else:
+            c.expect(re.search(r"^  rxe0 port 1  duplicate_request +\+\d+$", out, re.M) is not None,
+                     "the server's device counted the copies as duplicate_request")
+            c.expect(any(p.get("aeth", {}).get("kind") == "ACK" and p["psn"] == last for p in back),
+                     f"and acknowledged the write again (an ACK of psn 0x{last:06x})")
+    fails = (retries == 0 and drop is not None) or server_from == 1
+    if ack_timeout == 0:
+        c.expect(re.search(r"^\[client\] rdma_write: no completion within \d+ ms", out, re.M) is not None,
+                 "with timeout 0 the client waits in vain: no completion within its --wait-ms")
+    elif fails:
+        c.expect(re.search(r"^\[client\]   completion: wr_id 1: IBV_WC_RETRY_EXC_ERR ", out, re.M) is not None,
+                 "the write completes with IBV_WC_RETRY_EXC_ERR: the retries ran out")
+    else:
+        c.expect(completed, "the write completes, IBV_WC_RDMA_WRITE: the loss was repaired")
+        c.expect(re.search(r"^\[server\] the client wrote \d+ bytes", out, re.M) is not None,
+                 "and the server reads what the client wrote")
+
+
+def check_gid_family(out, packets, c):
+    """04 with one side on its fe80:: GID entry (-g 0), the other on its IPv4 one (docs/10-lossy-wire.md, "The wrong
+    GID"): the server's RTR refused with EINVAL, the client told the server left, and no RoCE packet on the wire."""
+    c.expect(re.search(r"^\[server\] rdma_write: ibv_modify_qp\(our QP, INIT -> RTR\) failed \(EINVAL\)", out, re.M)
+             is not None, "the server's INIT -> RTR fails with EINVAL: a source and a destination of two address families")
+    c.expect(re.search(r"^\[server\] client .* gid fe80::", out, re.M) is not None,
+             "the server was told the client's link-local GID")
+    c.expect(not packets, f"no RoCE packet crossed the wire (seen {len(packets)})")
+
+
 # Each stage's main run and its check; an exercise's run (--exercise NAME) is checked by EXERCISES.
 STAGES = {"04_rdma_write": stage_04, "05_write_imm": stage_05, "06_srq_credits": stage_06, "07_cm_events": stage_07,
           "08_event_channel": stage_08, "09_mempool": stage_09}
@@ -549,10 +640,16 @@ def check_runs(c, runs, work):
             continue
         out, packets = decoded(base + ".pcap", base + ".out")
         import wire
-        check_listing(c, as_on(kernel, r["expected"]), out.rstrip("\n").split("\n") + [wire.line(p) for p in packets], r["where"])
+        check_listing(c, as_on(kernel, r["expected"]), out.rstrip("\n").split("\n") + wire.listing(packets), r["where"])
         if not ran:
             continue
-        if "--exercise" in r["args"]:
+        if any(a in IMPAIRMENTS for a in r["args"]):
+            if c.expect(r["stage"] == "04_rdma_write", "wire_check knows what a lossy wire does to 04's packets"):
+                check_loss(r["args"], out, packets, c)
+        elif "-g" in r["args"]:
+            if c.expect(r["stage"] == "04_rdma_write", "wire_check knows what a GID of another family does to 04"):
+                check_gid_family(out, packets, c)
+        elif "--exercise" in r["args"]:
             name = r["args"][r["args"].index("--exercise") + 1]
             if c.expect(name in EXERCISES, f"wire_check knows what {name}'s packets should show"):
                 EXERCISES[name](out, packets, c)

@@ -64,9 +64,9 @@ def read_header(path):
         for line in f:
             if not line.startswith("//"):
                 break
-            m = re.match(r"^// ([A-Z]+): (.*)$", line.rstrip("\n"))
+            m = re.match(r"^// ([A-Z]+):(?: (.*))?$", line.rstrip("\n"))  # PAIR: may have no value
             if m:
-                header.setdefault(m.group(1), []).append(m.group(2))
+                header.setdefault(m.group(1), []).append(m.group(2) or "")
     return header
 
 

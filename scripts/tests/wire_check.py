@@ -587,9 +587,13 @@ def check_loss(args, out, packets, c):
     if server_drop is not None or server_from is not None:
         c.expect(not gaps, "every request reached the wire: the losses are the server's")
         tries = sum(p["psn"] == first for p in write)
-        want = retries + 1 if server_from == 1 else 2
-        c.expect(tries == want, f"the write's first packet sent {want} times (seen {tries})")
-        starts = [p["time"] for p in write if p["psn"] == first]
+        if server_from == 1:
+            # Every try spends one of retry_cnt's, early ones too: exactly retry_cnt + 1.
+            c.expect(tries == retries + 1, f"the write's first packet sent {retries + 1} times (seen {tries})")
+        else:
+            # Twice at least: an early retry of Soft-RoCE's own may add a copy.
+            c.expect(tries >= 2, f"the write's first packet sent again (seen {tries} times)")
+        starts = [p["time"] for p in write if p["psn"] == first][:2 if server_from != 1 else None]
         c.expect(all(b - a >= 0.75 * timeout_s for a, b in zip(starts, starts[1:])),
                  f"each try an ACK timeout ({timeout_s * 1000:.0f} ms) after the one before (seen: " +
                  ", ".join(f"{(b - a) * 1000:.1f} ms" for a, b in zip(starts, starts[1:])) + ")")

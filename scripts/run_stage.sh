@@ -159,7 +159,9 @@ if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
   scripts/rxe_vm.sh --pair "${share[@]}" -- "$stage/run.sh" "${args[@]}"
   status=$?
   echo "run: the RoCE v2 packets on the wire ($capture; c>s is the client, 192.0.2.1):"
-  scripts/wire.py "$capture" || [[ $status -ne 0 ]] || status=1
+  lossy=()
+  [[ ${#impair_client[@]} -eq 0 && ${#impair_server[@]} -eq 0 ]] || lossy=(--lossy)
+  scripts/wire.py "${lossy[@]}" "$capture" || [[ $status -ne 0 ]] || status=1
   exit "$status"
 fi
 if [[ $pair == 0 ]] && ! have_active_port; then

@@ -4,7 +4,7 @@ InfiniBand dissector (Debian's tshark decodes UDP port 4791 as RoCE v2;
 its RPC-over-RDMA heuristic, which takes a short Send's payload for NFS and
 calls it malformed, is turned off).
 
-  scripts/wire.py FILE.pcap [--client ADDR] [--json]
+  scripts/wire.py FILE.pcap [--client ADDR] [--json] [--lossy]
 
 Each line: the time since the first packet, the direction (c>s from the
 client's address, default 192.0.2.1, the first guest of rxe_vm.sh --pair;
@@ -19,10 +19,13 @@ form the tests read.
 A request whose PSN skips ahead of the one its QP's packets have reached
 (the packet before it lost, as run.sh --pair --drop arranges) is preceded
 by a line of its own for each PSN never seen, "(not on this wire)": the
-responder's NAK names the first of them. So is a resend that goes back
-while the message before it stopped short (its last packet, First or
-Middle, not a Last or Only): the PSN after it never came; and a capture
-that ends inside a message is followed by such a line.
+responder's NAK names the first of them. With --lossy (run.sh passes it
+when it lost packets on purpose), so is a resend that goes back while the
+message before it stopped short (its last packet, First or Middle, not a
+Last or Only): the PSN after it never came; and a capture that ends inside
+a message is followed by such a line. Without it these two are not marked:
+on a wire that loses nothing, an early retry of Soft-RoCE's own can go back
+while a message is still being sent.
 """
 
 import json
@@ -182,13 +185,14 @@ PSN_SPACE = 1 << 24
 NOT_REQUESTS = ("Acknowledge", "RDMA READ Response", "Atomic Acknowledge")
 
 
-def missing_psns(packets):
+def missing_psns(packets, tails=False):
     """(index, direction, dqpn, psn) for each PSN a request stream skipped, before packet `index`.
 
     Each direction's requests to one QP count up by one a packet; a resend
     goes back (go-back-N) and is no gap. An RDMA Read request takes as many
     PSNs as its response has packets, which the listing cannot know (the
-    path MTU is the QPs'), so the count starts again at the next request."""
+    path MTU is the QPs'), so the count starts again at the next request. TAILS: also a message cut short before
+    a resend or the capture's end (a lost last packet: only on a wire known to lose)."""
     expected, last, marked = {}, {}, set()
     out = []
     for i, p in enumerate(packets):
@@ -203,7 +207,7 @@ def missing_psns(packets):
             elif ahead != 0:
                 # Behind: a resend; the stream has already gone further. If
                 # it had stopped inside a message, the packet after is lost.
-                if last.get(key, "").endswith(("First", "Middle")) and (key, want) not in marked:
+                if tails and last.get(key, "").endswith(("First", "Middle")) and (key, want) not in marked:
                     out.append((i, p["dir"], p["dqpn"], want))
                     marked.add((key, want))
                 continue
@@ -211,15 +215,15 @@ def missing_psns(packets):
         last[key] = p["opcode"]
     # A capture that ends inside a message: its next packet never came either.
     for key, opcode in last.items():
-        if opcode.endswith(("First", "Middle")) and (key, expected[key]) not in marked:
+        if tails and opcode.endswith(("First", "Middle")) and (key, expected[key]) not in marked:
             out.append((len(packets), key[0], key[1], expected[key]))
     return out
 
 
-def listing(packets):
+def listing(packets, lossy=False):
     """The lines run.sh prints: each packet's, with a line before it for each PSN missing there."""
     gaps = {}
-    for i, direction, dqpn, psn in missing_psns(packets):
+    for i, direction, dqpn, psn in missing_psns(packets, tails=lossy):
         gaps.setdefault(i, []).append((direction, dqpn, psn))
     lines = []
     for i, p in enumerate(packets):
@@ -263,7 +267,10 @@ def line(p):
 
 def main(argv):
     args = list(argv)
-    client, as_json = "192.0.2.1", False
+    client, as_json, lossy = "192.0.2.1", False, False
+    if "--lossy" in args:
+        args.remove("--lossy")
+        lossy = True
     if "--json" in args:
         args.remove("--json")
         as_json = True
@@ -282,7 +289,7 @@ def main(argv):
     except WireError as e:
         print(f"wire: {e}", file=sys.stderr)
         return 1
-    for text in ([json.dumps(p, sort_keys=True) for p in packets] if as_json else listing(packets)):
+    for text in ([json.dumps(p, sort_keys=True) for p in packets] if as_json else listing(packets, lossy)):
         print(text)
     if not packets:
         print(f"wire: no RoCE v2 packet in {args[0]}", file=sys.stderr)

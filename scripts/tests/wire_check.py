@@ -49,14 +49,14 @@ class Checks:
         return ok
 
 
-def decoded(capture, out_path):
+def decoded(capture, out_path, lossy=False):
     """What the programs printed, and the capture's packets, listed as run.sh lists them."""
     import wire
     with open(out_path, encoding="utf-8", errors="replace") as f:
         out = f.read()
     print(out, end="")
     packets = wire.decode(capture) if os.path.exists(capture) else []
-    for text in wire.listing(packets):
+    for text in wire.listing(packets, lossy):
         print("  " + text)
     return out, packets
 
@@ -551,7 +551,7 @@ def check_loss(args, out, packets, c):
     sent = [p for p in packets if p["dir"] == "c>s" and is_request(p)]
     back = [p for p in packets if p["dir"] == "s>c"]
     naks = [p for p in back if p.get("aeth", {}).get("kind") == "NAK"]
-    gaps = [psn for _, d, _, psn in wire.missing_psns(packets) if d == "c>s"]
+    gaps = [psn for _, d, _, psn in wire.missing_psns(packets, tails=True) if d == "c>s"]
     write = [p for p in sent if (p["psn"] - first) % (1 << 24) < n]
     completed = re.search(r"^\[client\]   completion: wr_id 1: IBV_WC_RDMA_WRITE$", out, re.M) is not None
     if drop is not None and drop <= n:
@@ -647,9 +647,11 @@ def check_runs(c, runs, work):
         ran = c.expect(status == str(r["exit"]), f"the run should exit {r['exit']} (exit {status})")
         if not os.path.exists(base + ".out"):
             continue
-        out, packets = decoded(base + ".pcap", base + ".out")
+        lossy = any(a in IMPAIRMENTS for a in r["args"])
+        out, packets = decoded(base + ".pcap", base + ".out", lossy)
         import wire
-        check_listing(c, as_on(kernel, r["expected"]), out.rstrip("\n").split("\n") + wire.listing(packets), r["where"])
+        check_listing(c, as_on(kernel, r["expected"]), out.rstrip("\n").split("\n") + wire.listing(packets, lossy),
+                      r["where"])
         if not ran:
             continue
         if any(a in IMPAIRMENTS for a in r["args"]):

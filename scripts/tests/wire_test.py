@@ -182,5 +182,24 @@ expect(wire_check.as_on("6.1.0-57-amd64", qp_line) == qp_line and wire_check.as_
 expect(wire_check.segments(0, 1024) == 1 and wire_check.segments(1024, 1024) == 1 and wire_check.segments(1025, 1024) == 2,
        "a message's packet count at a path MTU")
 
+# The PSNs that never crossed the wire (wire.missing_psns), on made-up streams.
+def pkt(opcode, psn, direction="c>s"):
+    return {"opcode": opcode, "psn": psn, "dqpn": 0x11, "dir": direction}
+
+
+W = "RDMA WRITE "
+middle_lost = [pkt(W + "First", 0xfffffe), pkt(W + "Middle", 0), pkt(W + "Last", 1),
+               pkt("Acknowledge", 0xffffff, "s>c"), pkt(W + "Middle", 0xffffff), pkt(W + "Middle", 0), pkt(W + "Last", 1)]
+expect([m[3] for m in wire.missing_psns(middle_lost)] == [0xffffff],
+       "a stream that skips a PSN (across the 24-bit wrap) marks it once, not its resend")
+last_lost = [pkt(W + "First", 10), pkt(W + "Middle", 11), pkt(W + "First", 10), pkt(W + "Middle", 11), pkt(W + "Last", 12)]
+expect(wire.missing_psns(last_lost) == [] and [m[3] for m in wire.missing_psns(last_lost, tails=True)] == [12],
+       "a message cut short before a resend is marked only on a wire known to lose (tails)")
+expect([(m[0], m[3]) for m in wire.missing_psns(last_lost[:2], tails=True)] == [(2, 12)],
+       "a capture that ends inside a message marks the next PSN after its last packet")
+read = [pkt("RDMA READ Request", 5), pkt("RDMA READ Response First", 5, "s>c"), pkt("SEND Only", 9)]
+expect(wire.missing_psns(read) == [], "no gap after an RDMA Read request, whose response takes PSNs the listing cannot count")
+expect(len(wire.listing([])) == 0, "an empty capture lists nothing")
+
 print("every check held" if checks.failed == 0 else f"{checks.failed} check(s) failed")
 sys.exit(1 if checks.failed else 0)

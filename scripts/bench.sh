@@ -5,7 +5,8 @@
 # perftest's and the ratio.
 #
 #   scripts/bench.sh            in one Soft-RoCE guest (or here, with an RDMA port)
-#   scripts/bench.sh --pair     across two guests on a virtual wire
+#   scripts/bench.sh --pair     across two guests on a virtual wire (figure 10
+#                               needs it: only there do packets cross a netdev)
 #   scripts/bench.sh --reps N   runs per point (default 3): the median is the
 #                               point, the smallest and largest its spread
 #   scripts/bench.sh --only 06  only the figures and rows whose label starts with this
@@ -31,6 +32,10 @@
 #                    99 %, CPU and wake-ups per message, beside ib_send_lat
 #                    with and without -e
 #   09-pool-cost     09's --pool-cost: ibv_reg_mr per message against the pool
+#   10-loss          04's throughput mode beside ib_write_bw, 4 KiB and 64 KiB,
+#                    on a wire that loses 0 to 5 % of the packets at random
+#                    (tc netem on both guests' eth0, scripts/impair.sh); the
+#                    same retry settings for both: --pair only
 # Rows of the table: the sweeps' points, then 06's four clients on one SRQ
 # beside ib_send_bw -q 4 --use-srq (window 64 each; perftest keeps 128 sends
 # in flight) and 09's pipeline (four clients, Write with Immediate into
@@ -56,6 +61,20 @@ while [[ $# -gt 0 ]]; do
     *) echo "bench: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
+wanted() {  # wanted LABEL: true when --only asks for it (or is not given)
+  local prefix
+  [[ -z "$only" ]] && return 0
+  for prefix in ${only//,/ }; do [[ "$1" == "$prefix"* ]] && return 0; done
+  return 1
+}
+# Figure 10 loses packets on the wire between two guests: in one guest rxe0
+# loops its traffic back without it ever reaching a netdev, so there is
+# nothing for netem to drop. Asked for by name, it is refused without
+# --pair; in a run of every figure it is left out, and said.
+if [[ $pair == 0 && -n "$only" ]] && wanted 10; then
+  echo "bench: figure 10-loss needs --pair: its losses are made on the wire between two guests, and one guest's rxe0 sends nothing over a wire (scripts/bench.sh --pair --only 10)" >&2
+  exit 2
+fi
 
 if [[ -z "${RXE_VM:-}" ]]; then
   build_tree "$build" || { echo "bench: the build failed" >&2; exit 1; }
@@ -66,6 +85,7 @@ if [[ -z "${RXE_VM:-}" ]]; then
   vm=(scripts/rxe_vm.sh --timeout 3600 --share "$data")
   [[ $pair == 1 ]] && vm+=(--pair)
   inner=(scripts/bench.sh --reps "$reps" ${only:+--only "$only"})
+  [[ $pair == 1 ]] && inner+=(--pair)  # the guest's run must know it has a peer
   if [[ $second == 1 ]]; then
     # Both kernels in one run: the same day, host, build and options, so
     # that their points can stand side by side.
@@ -232,11 +252,12 @@ elif [[ -d /sys/module/rdma_rxe ]]; then
 else
   platform="$dev, a real port"
 fi
-csv_open() {  # csv_open NAME "COLUMNS" "WHAT" -> prints the file name; the header is written
-  local file=$data/$1.csv
+csv_open() {  # csv_open NAME "COLUMNS" "WHAT" ["KEY: VALUE"...] -> prints the file name; the header is written
+  local file=$data/$1.csv line
   {
     echo "# figure: $1"
     echo "# what: $3"
+    for line in "${@:4}"; do echo "# $line"; done
     echo "# date: $(date -u +%Y-%m-%d)"
     echo "# kernel: Linux $kernel"
     echo "# device: $dev, $platform, $where"
@@ -251,12 +272,6 @@ csv_close() { mv "$1.tmp" "$1" && echo "bench: wrote $1" >&2 || status=1; }
 # The progress line: which figure, which point, and the time left, from the
 # average so far of the points done.
 units_total=0 units_done=0 started=$(date +%s) warmed=""
-wanted() {
-  local prefix
-  [[ -z "$only" ]] && return 0
-  for prefix in ${only//,/ }; do [[ "$1" == "$prefix"* ]] && return 0; done
-  return 1
-}
 plan() { wanted "$1" && units_total=$((units_total + $2)); }
 progress() {  # progress LABEL POINT
   local now left=""
@@ -314,7 +329,7 @@ status=0
 summary=$(mktemp)
 table() {  # table LABEL SIZE OURS THEIRS
   local ratio
-  ratio=$(awk -v a="$3" -v b="$4" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+  ratio=$(awk -v a="$3" -v b="$4" 'BEGIN { if (a ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
   printf '%-44s %6s %12s %12s %7s\n' "$1" "$2" "$3" "$4" "$ratio" >>"$summary"
 }
 first() { cut -d, -f"${2:-1}" <<<"$1"; }  # first "m,min,max,..." [FIELD]
@@ -332,6 +347,9 @@ plan 05 $((${#sizes_lat[@]} * 3))
 plan 06 $((1 + ${#sizes_rows[@]} * 2))
 plan 08 $((${#sizes_modes[@]} * (${#modes[@]} + 2)))
 plan 09 $((1 + ${#sizes_rows[@]} * 3))
+loss_rates=(0 0.1 0.5 1 2 5)  # percent of the packets each guest sends
+sizes_loss=(4096 65536)
+[[ $pair == 1 ]] && plan 10 $((${#loss_rates[@]} * ${#sizes_loss[@]}))
 
 if wanted 02; then
   # Up to 64 MiB, the table's largest size, where the limit can be raised.
@@ -439,6 +457,151 @@ if wanted 09; then
     table "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$se")"
     table "09 mempool x4 / ib_write_bw -q 4, Mpps" "$s" "$(first "$ours")" "$(first "$wq")"
   done
+fi
+
+# Figure 10: 04's writes and ib_write_bw on a wire that loses packets at
+# random. The retry settings are the same for both: perftest's RC QPs get
+# retry_cnt 7 (fixed in its code) and the ACK timeout -u (default 14, 67 ms),
+# so 04 is given --retry-cnt 7 --ack-timeout 14; on Soft-RoCE retry_cnt 7
+# retries forever. Each side of a run gets loss_limit seconds, about three
+# times the slowest point (64 KiB at 5 %, 6 to 10 s here): a run that hangs
+# is recorded as failed, with the reason, and the figure goes on.
+loss_limit=30
+ours_lossy() {  # ours_lossy SIZE ITERS -> MB/s
+  local run_limit=$loss_limit wait_ms=$((loss_limit * 1000))
+  # --wait-ms: the server waits for the notice and the client for each
+  # completion at most this long (5 s by default, less than a lossy run).
+  pair_run "$build/subprojects/04_rdma_write/rdma_write --size $1 --wait-ms $wait_ms" \
+    "$build/subprojects/04_rdma_write/rdma_write -s $server_addr --size $1 --iters $2 --tx-depth 128 --cq-mod 100 --retry-cnt 7 --ack-timeout 14 --wait-ms $wait_ms" |
+    awk -v s="$1" '$1 == s && NF == 4 { print $3 }'
+}
+perftest_lossy() {  # perftest_lossy SIZE ITERS -> MB/s (BW average), or "uncalibrated"
+  local run_limit=$loss_limit
+  # perftest turns cycles into seconds with a CPU frequency it measures
+  # against gettimeofday() as it reports; in a guest on a busy host that
+  # fit can fail ("Correlation coefficient r^2: ... < 0.9"), and with -F it
+  # then prints 0.00 MB/s rather than stopping. Such a run measured nothing.
+  pair_run "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $2 -t 128 -Q 100 -u 14" \
+    "ib_write_bw -d $dev -x $gid_index -F -s $1 -n $2 -t 128 -Q 100 -u 14 $server_addr" |
+    awk -v s="$1" '/^Correlation coefficient r\^2/ { bad = 1 } $1 == s && NF >= 5 { v = $(NF - 1) }
+                   END { if (v != "") print (bad && v + 0 == 0 ? "uncalibrated" : v) }'
+}
+# What the sending side's rxe0 counted: completer_retry_err is one go-back
+# (a resend from the oldest unacknowledged packet, after a NAK or an ACK
+# timeout), sent_pkts every packet it sent, resends included.
+sender_counters() {
+  local d=/sys/class/infiniband/$dev/ports/1/hw_counters
+  echo "$(<"$d/completer_retry_err") $(<"$d/sent_pkts")"
+}
+# lossy_run FN SIZE ITERS -> "MB/s retries sent_pkts", or "failed: WHY";
+# before it an "again: WHY" line for each run that measured nothing and was
+# run again (three tries in all).
+lossy_run() {
+  local before after line err why try
+  err=$(mktemp)
+  for try in 1 2 3; do
+    before=$(sender_counters)
+    line=$("$1" "$2" "$3" 2>"$err")
+    after=$(sender_counters)
+    [[ "$line" == uncalibrated ]] || break
+    echo "again: its clock calibration failed: r^2 < 0.9 and 0 MB/s printed"
+  done
+  if [[ "$line" == uncalibrated ]]; then
+    echo "failed: $try clock calibrations failed"
+  elif [[ -n "$line" ]]; then
+    echo "$line $(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " "); print y[1] - x[1], y[2] - x[2] }')"
+  else
+    # The completion status a program printed, or pair_run's own words.
+    why=$(grep -oE 'IBV_WC_[A-Z_]+|did not end within [0-9]+ s' "$err" | head -n1)
+    [[ -n "$why" ]] || why=$(grep -v '^bench: ' "$err" | grep -m1 . || true)
+    echo "failed: ${why:-no result line}" | tr ',' ';'
+  fi
+  rm -f "$err"
+}
+# set_loss PERCENT: netem on both ends of the wire; clear_loss prints the
+# RoCE packets both guests sent and how many of them netem dropped.
+set_loss() {
+  scripts/impair.sh --netem "loss $1%" && on_server scripts/impair.sh --netem "loss $1%"
+}
+clear_loss() {
+  { scripts/impair.sh --report; on_server bash -c 'scripts/impair.sh --report; scripts/impair.sh --clear'; } |
+    awk '/RoCE packets this guest sent/ { sent += $3; if ($0 ~ /netem dropped/) lost += $(NF - 1) }
+         END { print sent + 0, lost + 0 }'
+  scripts/impair.sh --clear
+}
+# loss_iters SIZE PERCENT: writes per run, a budget of bytes that shrinks as
+# the loss grows (8 MiB to 0.1 %, 4 MiB to 1 %, 2 MiB above), so that even
+# the lowest rate sees dozens of losses per run and the highest ends within
+# seconds.
+loss_iters() {
+  local budget=$((2 << 20))
+  awk -v p="$2" 'BEGIN { exit !(p <= 1) }' && budget=$((4 << 20))
+  awk -v p="$2" 'BEGIN { exit !(p <= 0.1) }' && budget=$((8 << 20))
+  echo $((budget / $1))
+}
+# What went wrong at a point, from its runs' lines: "WHO: N of M runs
+# failed (WHY; WHY)", "WHO: N runs repeated (WHY)", or nothing. No commas:
+# the note is the CSV's last field.
+failures_of() {
+  awk -v who="$2" '
+    /^failed: / { n++; sub(/^failed: /, ""); if (!($0 in f)) { f[$0]; fw = fw (fw ? "; " : "") $0 } }
+    /^again: / { a++; sub(/^again: /, ""); if (!($0 in g)) { g[$0]; aw = aw (aw ? "; " : "") $0 } next }
+    { runs++ }
+    END { if (n) out = sprintf("%d of %d runs failed (%s)", n, runs, fw)
+          if (a) out = out (out ? "; " : "") sprintf("%d run%s repeated (%s)", a, a == 1 ? "" : "s", aw)
+          if (out) print who ": " out }' "$1"
+}
+
+if wanted 10 && [[ $pair == 0 ]]; then
+  echo "bench: figure 10-loss left out: it needs --pair (its losses are made on the wire between two guests)" >&2
+elif wanted 10; then
+  mtu=$(ibv_devinfo -d "$dev" 2>/dev/null | awk '$1 == "active_mtu:" { print $2; exit }')
+  f=$(csv_open 10-loss "loss_pct,size_bytes,iters,ours_mbps,ours_mbps_min,ours_mbps_max,perftest_mbps,perftest_mbps_min,perftest_mbps_max,ours_retries,ours_retries_min,ours_retries_max,perftest_retries,perftest_retries_min,perftest_retries_max,ours_sent_pkts,ours_sent_pkts_min,ours_sent_pkts_max,perftest_sent_pkts,perftest_sent_pkts_min,perftest_sent_pkts_max,ours_failed,perftest_failed,wire_sent_pkts,wire_lost_pkts,note" \
+      "04 rdma_write --tx-depth 128 --cq-mod 100 --retry-cnt 7 --ack-timeout 14 beside ib_write_bw -t 128 -Q 100 -u 14, the same writes on a wire that loses packets at random" \
+      "loss: tc netem 'loss P%' on both guests' eth0 (scripts/impair.sh), each packet either way lost with probability P, cleared after each point" \
+      "retries: the same for both; perftest's RC QP has retry_cnt 7 (in its code) and ACK timeout -u 14 (4.096 us x 2^14: 67 ms), so 04 is given --retry-cnt 7 --ack-timeout 14; retry_cnt 7 on Soft-RoCE retries forever" \
+      "iters: writes per run, the same for both programs: 8 MiB of writes up to 0.1 % loss, 4 MiB up to 1 %, 2 MiB above; path MTU ${mtu:-unknown} bytes, so a write is size / MTU packets" \
+      "counters: _retries and _sent_pkts are the sending guest's rxe0 hw_counters completer_retry_err (go-backs: resends after a NAK or an ACK timeout) and sent_pkts over one run; wire_ counts are the RoCE packets both guests sent and netem dropped at that loss rate, both sizes and every run of both programs together" \
+      "failed: runs with no result (a completion error or no end within $loss_limit s), left out of the medians and named in the note; a point with no run left has empty values; an ib_write_bw run whose clock calibration failed (it then prints 0 MB/s) is run again, at most three tries, and the note says so")
+  # One run of each, lossless and not counted: a fresh guest's first runs are slow.
+  lossy_run ours_lossy 4096 512 >/dev/null
+  lossy_run perftest_lossy 4096 512 >/dev/null
+  for p in "${loss_rates[@]}"; do
+    if ! set_loss "$p"; then
+      scripts/impair.sh --clear
+      echo "bench: could not make the wire lose $p % of the packets (scripts/impair.sh, above): figure 10 stops here" >&2
+      status=1; break
+    fi
+    rows=()  # this loss rate's rows, their numbers and their note apart ("NUMBERS|NOTE")
+    for s in "${sizes_loss[@]}"; do
+      n=$(loss_iters "$s" "$p")
+      progress "10 loss $p %" "$s bytes, $n writes"
+      ours_runs=$(mktemp) theirs_runs=$(mktemp)
+      # Ours and perftest's in turns, so that the load of the machine
+      # weighs on both alike.
+      for _ in $(seq "$reps"); do
+        lossy_run ours_lossy "$s" "$n" >>"$ours_runs"
+        lossy_run perftest_lossy "$s" "$n" >>"$theirs_runs"
+      done
+      ours=$(grep -vE '^(failed|again): ' "$ours_runs" | spread) || ours=",,,,,,,,"
+      theirs=$(grep -vE '^(failed|again): ' "$theirs_runs" | spread) || theirs=",,,,,,,,"
+      note=$(failures_of "$ours_runs" "04")
+      theirs_note=$(failures_of "$theirs_runs" "ib_write_bw")
+      [[ -n "$note" && -n "$theirs_note" ]] && note+="; "
+      note+=$theirs_note
+      [[ -z "$note" ]] || echo "bench: 10 loss $p %, $s bytes: $note" >&2
+      # The CSV's column order: MB/s, retries, packets of ours then of theirs.
+      IFS=, read -r om omn omx orr orn orx osp osn osx <<<"$ours"
+      IFS=, read -r tm tmn tmx trr trn trx tsp tsn tsx <<<"$theirs"
+      rows+=("$p,$s,$n,$om,$omn,$omx,$tm,$tmn,$tmx,$orr,$orn,$orx,$trr,$trn,$trx,$osp,$osn,$osx,$tsp,$tsn,$tsx,$(grep -c '^failed: ' "$ours_runs"),$(grep -c '^failed: ' "$theirs_runs")|$note")
+      table "10 rdma_write / ib_write_bw at $p % loss, MB/s" "$s" "${om:--}" "${tm:--}"
+      rm -f "$ours_runs" "$theirs_runs"
+    done
+    # What the wire lost, for both sizes together: one call to the peer.
+    read -r wire_sent wire_lost < <(clear_loss)
+    for r in "${rows[@]}"; do echo "${r%%|*},$wire_sent,$wire_lost,${r#*|}" >>"$f.tmp"; done
+  done
+  csv_close "$f"
 fi
 
 printf '%-44s %6s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"

@@ -9,7 +9,9 @@ refusals are checked either way.
   plot_test.py SOURCE_ROOT
 """
 
+import csv
 import glob
+import io
 import os
 import re
 import shutil
@@ -35,7 +37,7 @@ def run(*args):
 
 figures = sorted(os.path.splitext(os.path.basename(f))[0] for f in glob.glob(os.path.join(data, "*.csv")))
 svgs = sorted(os.path.splitext(os.path.basename(f))[0] for f in glob.glob(os.path.join(root, "docs", "img", "*.svg")))
-expect(len(figures) >= 6, f"at least six figures' data in docs/data ({len(figures)})")
+expect(len(figures) >= 7, f"at least seven figures' data in docs/data ({len(figures)})")
 expect(figures == svgs, f"one SVG per CSV (CSVs {figures}, SVGs {svgs})")
 
 # Malformed copies of 04's table, each refused with the line at fault.
@@ -100,6 +102,46 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("--data", tmp, "--out", tmp, "04-write-rate")
     expect(r.returncode == 2 and "linux-9.9/04-write-rate.csv:1: " in r.stderr and "not the same run" in r.stderr,
            f"another kernel's table of another day is refused: {r.stderr.strip()!r}")
+# 10-loss: where every run of a program failed, bench.sh leaves that
+# program's numbers empty and says why in the note. Such a point is drawn
+# (a cross at the foot of the panel), not refused; an empty number anywhere
+# else still is.
+with open(os.path.join(data, "10-loss.csv"), encoding="utf-8") as f:
+    loss = f.read().splitlines()
+loss_header = next(i for i, line in enumerate(loss) if not line.startswith("#"))
+loss_columns = next(csv.reader([loss[loss_header]]))
+
+
+def loss_row(line, **changes):
+    """LINE of 10-loss.csv with the named fields replaced."""
+    fields = dict(zip(loss_columns, next(csv.reader([line]))))
+    fields.update(changes)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([fields[c] for c in loss_columns])
+    return out.getvalue()
+
+
+last = len(loss) - 1  # the highest loss rate's largest size
+all_failed = {c: "" for c in loss_columns if c.startswith("perftest_") and c != "perftest_failed"}
+all_failed.update(perftest_failed="5", note="ib_write_bw: 5 of 5 runs failed (did not end within 30 s)")
+for what, index, changes, refused in (
+        ("a point whose ib_write_bw runs all failed (its numbers empty, a note)", last, all_failed, None),
+        ("an empty iteration count", last, {"iters": ""}, "iters is '', not a number"),
+        ("a failed-run count that is not a number", loss_header + 1, {"ours_failed": "some"}, "not a number")):
+    rows = list(loss)
+    rows[index] = loss_row(rows[index], **changes)
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "10-loss.csv"), "w", encoding="utf-8") as f:
+            f.write("\n".join(rows) + "\n")
+        r = run("--data", tmp, "--out", tmp, "10-loss")
+        svg = os.path.join(tmp, "10-loss.svg")
+        if refused is None:
+            drawn = open(svg, encoding="utf-8").read() if os.path.exists(svg) else ""
+            expect(r.returncode == 0 and "no run finished" in drawn,
+                   f"10-loss: {what} is drawn, marked with a cross: exit {r.returncode} {r.stderr.strip()}")
+        else:
+            expect(r.returncode == 2 and f"10-loss.csv:{index + 1}: " in r.stderr and refused in r.stderr
+                   and not os.path.exists(svg), f"10-loss: {what} is refused at line {index + 1}: {r.stderr.strip()!r}")
 r = run("no-such-figure")
 expect(r.returncode == 2 and "no figure 'no-such-figure'" in r.stderr, "an unknown figure is refused")
 

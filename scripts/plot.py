@@ -378,7 +378,7 @@ def fig_10(plt, header, rows, also):
                    markersize=4, color=shades[OURS][i % 2], label=f"rdma_write / ib_write_bw, {size_text(size)}")
     log_panel(bw, "MB / s")
     bw.legend(fontsize=7, ncol=2)
-    bw.set_title("10: with 1 % of the packets lost, 64 KiB writes keep a quarter to a third of their rate, "
+    bw.set_title("10: with 1 % of the packets lost, 64 KiB writes keep about a quarter of their rate, "
                  "with 5 % about 3 %\n(4 KiB writes: about half, and a tenth); 04 and ib_write_bw alike", fontsize=9)
     # A point with no run that finished: a cross at the foot of the panel.
     for x, color in failed:

@@ -194,8 +194,11 @@ def missing_psns(packets, tails=False):
     path MTU is the QPs'), so the count starts again at the next request. TAILS: also a message cut short before
     a resend or the capture's end (a lost last packet: only on a wire known to lose)."""
     expected, last, marked = {}, {}, set()
+    naked = set()  # directions whose requests a NAK answered since their last request
     out = []
     for i, p in enumerate(packets):
+        if p.get("aeth", {}).get("kind") == "NAK":
+            naked.add("c>s" if p["dir"] == "s>c" else "s>c")
         if p["psn"] is None or p["dqpn"] in (None, 0, 1) or p["opcode"].startswith(NOT_REQUESTS):
             continue
         key = (p["dir"], p["dqpn"])
@@ -206,13 +209,18 @@ def missing_psns(packets, tails=False):
                 out.extend((i, p["dir"], p["dqpn"], (want + k) % PSN_SPACE) for k in range(ahead))
             elif ahead != 0:
                 # Behind: a resend; the stream has already gone further. If
-                # it had stopped inside a message, the packet after is lost.
-                if tails and last.get(key, "").endswith(("First", "Middle")) and (key, want) not in marked:
+                # it had stopped inside a message, the packet after is lost,
+                # unless a NAK sent it back: then the requester may simply
+                # not have sent the rest yet (seen on 6.1: a NAK 1.5 ms after
+                # the packet past the gap, before the message's Last left).
+                if (tails and last.get(key, "").endswith(("First", "Middle")) and (key, want) not in marked
+                        and p["dir"] not in naked):
                     out.append((i, p["dir"], p["dqpn"], want))
                     marked.add((key, want))
                 continue
         expected[key] = None if p["opcode"].startswith("RDMA READ Request") else (p["psn"] + 1) % PSN_SPACE
         last[key] = p["opcode"]
+        naked.discard(p["dir"])
     # A capture that ends inside a message: its next packet never came either.
     for key, opcode in last.items():
         if tails and opcode.endswith(("First", "Middle")) and (key, expected[key]) not in marked:

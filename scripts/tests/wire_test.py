@@ -195,6 +195,10 @@ expect([m[3] for m in wire.missing_psns(middle_lost)] == [0xffffff],
 last_lost = [pkt(W + "First", 10), pkt(W + "Middle", 11), pkt(W + "First", 10), pkt(W + "Middle", 11), pkt(W + "Last", 12)]
 expect(wire.missing_psns(last_lost) == [] and [m[3] for m in wire.missing_psns(last_lost, tails=True)] == [12],
        "a message cut short before a resend is marked only on a wire known to lose (tails)")
+nak = {"opcode": "Acknowledge", "psn": 11, "dqpn": 0x12, "dir": "s>c", "aeth": {"kind": "NAK"}}
+sent_back = [pkt(W + "First", 10), pkt(W + "Middle", 12), nak, pkt(W + "Middle", 11), pkt(W + "Middle", 12), pkt(W + "Last", 13)]
+expect([m[3] for m in wire.missing_psns(sent_back, tails=True)] == [11],
+       "a message a NAK sent back before its Last left is not cut short: only the skipped PSN is marked")
 expect([(m[0], m[3]) for m in wire.missing_psns(last_lost[:2], tails=True)] == [(2, 12)],
        "a capture that ends inside a message marks the next PSN after its last packet")
 read = [pkt("RDMA READ Request", 5), pkt("RDMA READ Response First", 5, "s>c"), pkt("SEND Only", 9)]

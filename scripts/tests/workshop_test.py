@@ -48,6 +48,15 @@ class Exercises(unittest.TestCase):
             self.assertTrue(e.title and e.symptom, e.path)
             self.assertTrue(e.piece and os.path.exists(os.path.join(ROOT, e.piece)), f"{e.path}: its piece {e.piece}")
 
+    def test_an_exercise_across_two_hosts_should_be_listed_as_such_in_its_stages_meson_build(self):
+        # common/stage_rules.build puts their tests in the pair suite by that list, not by reading the files
+        # (Meson would then reconfigure the build at every save of an exercise).
+        for stage in sorted({e.stage for e in EXERCISES}):
+            with open(os.path.join(ROOT, stage, "meson.build"), encoding="utf-8") as f:
+                m = re.search(r"^exercises_across_two_hosts = \[(.*)\]$", f.read(), re.M)
+            listed = sorted(re.findall(r"'(\w+)'", m.group(1))) if m else []
+            self.assertEqual(listed, sorted(e.name for e in EXERCISES if e.stage == stage and e.pair), stage)
+
     def test_every_exercise_should_have_at_least_three_hints_ending_in_a_real_chapter_section(self):
         chapters = dict(lib.stages(ROOT))
         for e in EXERCISES:

@@ -9,13 +9,13 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/send_window.hpp"
+#include "rdma_tutorial/tick_clock.hpp"
 #include "stage.hpp"
 
 namespace stage05 {
@@ -63,13 +63,16 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
     if (immediate_of(wc) != rdma::imm::encode(imm_data, 0)) {
       throw rdma::tutorial_error("an answer that is not DATA|0: " + rdma::describe_wc(wc));
     }
-    post_receives(qp, 1);
+    repost_receive(qp);
     return true;
   };
-  // One clock read per round trip: each sample is the time from one ping's
-  // post to the next's (reading the clock can be a system call, see
-  // common/src/peer.cpp, and would otherwise count twice).
-  auto start = std::chrono::steady_clock::now();
+  // One read of the CPU's counter per round trip: each sample is the time
+  // from one ping's post to the next's, in ticks, made microseconds once at
+  // the end (tick_clock.hpp: in the guests here steady_clock is a system
+  // call of about 1 us, as much as part of what is measured).
+  rdma::tick_calibration calibration;
+  calibration.start();
+  rdma::ticks start = rdma::read_ticks();
   for (std::uint32_t n = 0; n < *opts.iters; ++n) {
     // A full queue (a short --tx-depth, ACKs late) waits for a signaled
     // send to complete; an answer polled meanwhile is this round's.
@@ -87,10 +90,12 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
       while (!answered && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) answered = reap(wc);
       return answered;
     }, rdma::waiting::spins);
-    const auto now = std::chrono::steady_clock::now();
-    samples.push_back(std::chrono::duration<double, std::micro>(now - start).count() / 2);
+    const rdma::ticks now = rdma::read_ticks();
+    samples.push_back(rdma::tick_span(start, now));
     start = now;
   }
+  const double us_per_half_tick = calibration.us_per_tick() / 2;
+  for (double& sample : samples) sample *= us_per_half_tick;
   // The signaled pings still due, so that the next completion polled is
   // END's (the unsignaled pings after them leave the queue with END).
   rdma::wait_while_connected(server, "the server", "the last pings' completions", opts.peer.wait_ms, [&] {

@@ -70,6 +70,10 @@ inline constexpr std::uint64_t pong_tag = 1ull << 63;
 // the writer said. A buffer is needed only where the peer may also Send;
 // in this protocol nobody does, and a Send arriving here fails.
 void post_receives(ibv_qp* qp, std::uint32_t count);
+// One such Recv, in place of one consumed: once per message, so its work
+// request lives on the stack (a list in a std::vector cost a heap
+// allocation per round trip in --latency; scripts/icount.sh counts it).
+void repost_receive(ibv_qp* qp);
 
 // The immediate a completion carries, in host byte order, or nothing when
 // the completion is not a Write with Immediate's.

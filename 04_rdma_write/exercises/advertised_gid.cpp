@@ -100,35 +100,34 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
   return {std::move(server), peer};
 }
 
-void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
-                          const std::function<bool()>& arrived, waiting how, std::string_view silent_hint) {
+// The clock is read once every looks_per_clock looks (wait_while_connected,
+// peer.hpp): where it is a system call (a guest whose clocksource is an
+// emulated HPET) reading it on every look would slow the loop down more
+// than anything it waits for (waiting.hpp has this loop's numbers).
+bool wait_bound::peer_closed(std::uint32_t looks) {
   using clock = std::chrono::steady_clock;
-  // The clock is read once every looks_per_clock looks: where it is a
-  // system call (a guest whose clocksource is an emulated HPET) reading it
-  // on every look would slow the loop down more than anything it waits for
-  // (waiting.hpp has this loop's numbers).
-  std::optional<clock::time_point> start;
-  for (std::uint32_t looks = 1; !arrived(); ++looks) {
-    if (looks % waiting_policy::looks_per_clock != 0) continue;
-    const auto now = clock::now();
-    if (!start) start = now;
-    if (now - *start > std::chrono::milliseconds(wait_ms)) {
-      throw tutorial_error("nothing within " + std::to_string(wait_ms) + " ms while we waited for " + std::string(what),
-                           silent_hint.empty()
-                               ? std::string(who) + " is stuck or its packets do not arrive; its own output says which"
-                               : std::string(silent_hint));
-    }
-    const bool nap = how == waiting::backs_off && now - *start > waiting_policy::spin_before_napping;
-    if ((nap || looks % waiting_policy::looks_per_socket == 0) &&
-        tcp::peer_closed(peer, nap ? waiting_policy::nap_on_socket_ms : 0)) {
-      const auto grace = clock::now() + waiting_policy::grace_after_close;
-      while (clock::now() < grace) {
-        if (arrived()) return;
-      }
-      throw tutorial_error(std::string(who) + " closed the connection while we waited for " + std::string(what),
-                           std::string(who) + " failed or gave up; its own output says why");
-    }
+  const auto now = clock::now();
+  if (!start_) start_ = now;
+  if (now - *start_ > std::chrono::milliseconds(wait_ms_)) {
+    throw tutorial_error("nothing within " + std::to_string(wait_ms_) + " ms while we waited for " + std::string(what_),
+                         silent_hint_.empty()
+                             ? std::string(who_) + " is stuck or its packets do not arrive; its own output says which"
+                             : std::string(silent_hint_));
   }
+  const bool nap = how_ == waiting::backs_off && now - *start_ > waiting_policy::spin_before_napping;
+  if ((nap || looks % waiting_policy::looks_per_socket == 0) &&
+      tcp::peer_closed(peer_, nap ? waiting_policy::nap_on_socket_ms : 0)) {
+    grace_end_ = clock::now() + waiting_policy::grace_after_close;
+    return true;
+  }
+  return false;
+}
+
+bool wait_bound::in_grace() const { return std::chrono::steady_clock::now() < grace_end_; }
+
+void wait_bound::throw_closed() const {
+  throw tutorial_error(std::string(who_) + " closed the connection while we waited for " + std::string(what_),
+                       std::string(who_) + " failed or gave up; its own output says why");
 }
 
 }  // namespace rdma

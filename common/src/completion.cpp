@@ -96,13 +96,10 @@ std::string describe_wc(const ibv_wc& wc) {
          ibv_wc_status_str(wc.status) + "), vendor_err " + vendor_err;
 }
 
-int check_poll(int rc) {
-  if (rc < 0) {
-    throw tutorial_error("ibv_poll_cq failed (returned " + std::to_string(rc) + ")",
-                         "the CQ overran (more completions than CQ entries) or the device hit a fatal error; "
-                         "ibv_get_async_event says which");
-  }
-  return rc;
+void throw_poll_error(int rc) {
+  throw tutorial_error("ibv_poll_cq failed (returned " + std::to_string(rc) + ")",
+                       "the CQ overran (more completions than CQ entries) or the device hit a fatal error; "
+                       "ibv_get_async_event says which");
 }
 
 std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady_clock::time_point deadline) {

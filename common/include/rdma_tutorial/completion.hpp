@@ -45,7 +45,12 @@ class completion_error : public tutorial_error {
 // failure that is not necessarily an errno (ibv_poll_cq(3) promises only
 // "negative"; rdma-core 44's efa returns a negated errno, other providers
 // -1), so neither check_neg nor errno would name the cause reliably.
-int check_poll(int rc);
+// Inline, since a polling loop calls it on every look; the throw is not.
+[[noreturn]] void throw_poll_error(int rc);
+inline int check_poll(int rc) {
+  if (rc < 0) throw_poll_error(rc);
+  return rc;
+}
 
 inline void check_wc(const ibv_wc& wc) {
   if (wc.status != IBV_WC_SUCCESS) throw completion_error(wc);

@@ -7,8 +7,9 @@
 
 #include <infiniband/verbs.h>
 
+#include <chrono>
 #include <cstdint>
-#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,7 @@
 #include "rdma_tutorial/options.hpp"
 #include "rdma_tutorial/qp.hpp"
 #include "rdma_tutorial/tcp.hpp"
+#include "rdma_tutorial/waiting.hpp"
 #include "rdma_tutorial/wire.hpp"
 
 namespace rdma {
@@ -87,10 +89,51 @@ peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms);
 // With `spins` the loop never sleeps (it still looks at the connection,
 // without waiting, every 4096 looks): a latency measurement cannot afford
 // a millisecond's nap, and pays with a busy CPU.
+//
+// A template, so that each look is a direct call the compiler can inline:
+// the latency modes (05's --latency, 08's --poll) look a few dozen times
+// per round trip, and a std::function here cost a heap allocation per wait
+// and an indirect call per look (callgrind: scripts/icount.sh). Only the
+// look and its counter are here; the clock, the deadline and the socket,
+// once every waiting_policy::looks_per_clock looks, are in wait_bound.
 enum class waiting { backs_off, spins };
+
+// The slow half of a wait (peer.cpp): where it started, whether its
+// deadline has passed (throws), whether to nap, whether the peer closed.
+class wait_bound {
+ public:
+  wait_bound(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms, waiting how,
+             std::string_view silent_hint)
+      : peer_(peer), who_(who), what_(what), wait_ms_(wait_ms), how_(how), silent_hint_(silent_hint) {}
+  // At the looks-th look: throws once wait_ms have passed; naps or looks
+  // at the socket as the policy says; true when the peer has closed (the
+  // grace period then starts).
+  bool peer_closed(std::uint32_t looks);
+  bool in_grace() const;  // the grace period after a close has not run out
+  [[noreturn]] void throw_closed() const;
+
+ private:
+  const tcp::socket& peer_;
+  std::string_view who_, what_;
+  int wait_ms_;
+  waiting how_;
+  std::string_view silent_hint_;
+  std::optional<std::chrono::steady_clock::time_point> start_;
+  std::chrono::steady_clock::time_point grace_end_{};
+};
+
+template <class Arrived>
 void wait_while_connected(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms,
-                          const std::function<bool()>& arrived, waiting how = waiting::backs_off,
-                          std::string_view silent_hint = {});
+                          Arrived&& arrived, waiting how = waiting::backs_off, std::string_view silent_hint = {}) {
+  wait_bound bound(peer, who, what, wait_ms, how, silent_hint);
+  for (std::uint32_t looks = 1; !arrived(); ++looks) {
+    if (looks % waiting_policy::looks_per_clock != 0 || !bound.peer_closed(looks)) continue;
+    while (bound.in_grace()) {
+      if (arrived()) return;
+    }
+    bound.throw_closed();
+  }
+}
 peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::endpoint& ours, int wait_ms);
 
 }  // namespace rdma

@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 inline constexpr std::uint32_t flat_out_looks = 64;
 inline constexpr std::chrono::nanoseconds nap = 20us;
 
-// peer.cpp's wait_while_connected (stages 04, 05, 08's --poll): the clock is
+// peer.hpp's wait_while_connected (stages 04, 05, 08's --poll): the clock is
 // read once every `looks_per_clock` looks (a system call in this guest);
 // after `spin_before_napping` it naps `nap_on_socket` at a time in poll()
 // on the peer's TCP socket, unless the caller spins (a latency

@@ -27,8 +27,9 @@ while [[ $# -gt 0 ]]; do
 done
 
 # Compilers and headers to build the chapters and their tests; patch makes
-# each exercise's wrong fix, valgrind runs the valgrind suite, tmux drives
-# the workshop runner's watch mode in its test.
+# each exercise's wrong fix, valgrind runs the valgrind suite and counts
+# instructions per round trip (scripts/icount.sh, with callgrind), tmux
+# drives the workshop runner's watch mode in its test.
 build_pkgs=(g++ meson ninja-build pkg-config cmake doctest-dev
             libibverbs-dev librdmacm-dev python3 patch valgrind tmux)
 # The verbs providers (ibverbs-providers), the known-good peers and benchmarks

@@ -12,15 +12,10 @@ std::string hex(std::uint32_t value) {
   return text;
 }
 
-std::uint32_t encode(std::uint8_t type, std::uint32_t index) {
-  if (index >= index_limit) {
-    throw tutorial_error("immediate index " + std::to_string(index) + " does not fit 24 bits",
-                         "an index or sequence number travels modulo 2^24; wrap it before encoding");
-  }
-  return (std::uint32_t{type} << 24) | index;
+void throw_index_too_big(std::uint32_t index) {
+  throw tutorial_error("immediate index " + std::to_string(index) + " does not fit 24 bits",
+                       "an index or sequence number travels modulo 2^24; wrap it before encoding");
 }
-
-tagged decode(std::uint32_t value) { return {static_cast<std::uint8_t>(value >> 24), value & (index_limit - 1)}; }
 
 const accepted& validate(std::uint32_t value, std::span<const accepted> rules) {
   const tagged t = decode(value);

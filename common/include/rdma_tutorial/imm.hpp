@@ -25,9 +25,16 @@ struct tagged {
   std::uint32_t index = 0;
 };
 
-// Throws rdma::tutorial_error when index does not fit 24 bits.
-std::uint32_t encode(std::uint8_t type, std::uint32_t index);
-tagged decode(std::uint32_t value);
+// Throws rdma::tutorial_error when index does not fit 24 bits. Inline: a
+// message is encoded and decoded on the hot path (the throw is not).
+[[noreturn]] void throw_index_too_big(std::uint32_t index);
+inline std::uint32_t encode(std::uint8_t type, std::uint32_t index) {
+  if (index >= index_limit) throw_index_too_big(index);
+  return (std::uint32_t{type} << 24) | index;
+}
+inline tagged decode(std::uint32_t value) {
+  return {static_cast<std::uint8_t>(value >> 24), value & (index_limit - 1)};
+}
 
 // A type a receiver accepts, and the indexes valid for it (index < limit).
 struct accepted {

@@ -130,13 +130,7 @@ fi
 if [[ $phase != report ]]; then
   # The RoCE v2 IPv4 GID's index (perftest's -x), read from sysfs.
   dev=$(ls /sys/class/infiniband | head -n1)
-  gid_index=""
-  for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-    i=${g##*/}
-    [[ $(cat "$g") == 0000:0000:0000:0000:0000:ffff:* ]] || continue
-    [[ $(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$i" 2>/dev/null) == "RoCE v2" ]] && { gid_index=$i; break; }
-  done
-  [[ -n "$gid_index" ]] || { echo "icount: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
+  gid_index=$(roce_v2_ipv4_gid_index "$dev") || { echo "icount: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
   rm -rf "$out" && mkdir -p "$out" || { echo "icount: cannot make $out" >&2; exit 1; }
   if [[ -n "${RXE_VM:-}" ]]; then
     platform="Soft-RoCE (rdma_rxe) in a qemu TCG guest, loopback through $dev (127.0.0.1)"

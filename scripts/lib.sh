@@ -22,6 +22,18 @@ rdma_ipv4() {
   [[ -n "$v" ]] && echo "$v"
 }
 
+# The index of DEV's port 1 RoCE v2 IPv4 GID (perftest's -x), from sysfs;
+# fails, printing nothing, when there is none.
+roce_v2_ipv4_gid_index() {
+  local g i
+  for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+    i=${g##*/}
+    [[ $(cat "$g" 2>/dev/null) == 0000:0000:0000:0000:0000:ffff:* ]] || continue
+    [[ $(cat /sys/class/infiniband/"$1"/ports/1/gid_attrs/types/"$i" 2>/dev/null) == "RoCE v2" ]] && { echo "$i"; return 0; }
+  done
+  return 1
+}
+
 # True when scripts/rxe_vm.sh can boot a guest here: qemu and an installed
 # kernel that ships rdma_rxe.
 guest_available() {

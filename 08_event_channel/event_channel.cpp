@@ -9,7 +9,7 @@
 //
 //   server:  event_channel [--bind ADDR] [-p PORT] [--poll | --event | --hybrid [--spin-us US]]
 //   client:  event_channel -s ADDR [-p PORT] [--poll | --event | --hybrid [--spin-us US]]
-//                          [--iters N] [--burst N] [--size BYTES] [--solicited-every N]
+//                          [--iters N] [--rate N] [--burst N] [--size BYTES] [--solicited-every N]
 //   both:    [-d NAME] [-i PORT] [-g INDEX] [--wait-ms MS]
 //
 // Read it beside docs/08-event-channel.md; stage.hpp lists the files in reading order.

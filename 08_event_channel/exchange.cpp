@@ -1,19 +1,31 @@
 // The exchange: a ping-pong of Sends, burst against burst, the way
 // ib_send_lat measures (with -e: asleep on events). What differs between
 // --poll, --event and --hybrid is only how a side waits for the peer's
-// burst: wait_for below. Only one Send in 64 is signaled, so a side wakes
-// for the peer's messages, not for its own sends; a burst is posted only
-// once the send queue has room for all of it (rdma::send_queue_room).
+// burst: wait_for_burst below. Only one Send in 64 is signaled, so a side
+// wakes for the peer's messages, not for its own sends; a burst is posted
+// only once the send queue has room for all of it (rdma::send_queue_room).
+// Nothing on the way of a round allocates or makes a system call it does
+// not need: the work requests are built once, the samples are read from
+// the CPU's counter (rdma::read_ticks), and the words an error would say
+// are formatted into a buffer of our own.
+#include <time.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/latency_report.hpp"
 #include "rdma_tutorial/send_window.hpp"
+#include "rdma_tutorial/tick_clock.hpp"
 #include "stage.hpp"
 
 namespace stage08 {
@@ -26,8 +38,6 @@ constexpr std::uint32_t signal_every = 64;
 // polled: up to 2 x 64 of them, plus the burst being posted.
 std::uint32_t send_queue_depth(const run_params& run) { return 2 * signal_every + run.burst; }
 
-using clock = std::chrono::steady_clock;
-
 // How a side's waits went, over the measured rounds.
 struct wait_counts {
   std::uint64_t spinning = 0;     // --hybrid: the burst was there while spinning
@@ -35,14 +45,66 @@ struct wait_counts {
   std::uint64_t slept = 0;        // --hybrid: needed the channel
 };
 
+// --rate: round n of the measured ones is due n / rate seconds after the
+// warm-up, an absolute time (clock_nanosleep with TIMER_ABSTIME), so a late
+// round does not push the later ones back. A round whose time has passed
+// when the one before ends starts at once, and is counted late.
+class pacer {
+ public:
+  explicit pacer(std::uint32_t rate) : rate_(rate) {}
+  bool paced() const noexcept { return rate_ != 0; }
+  std::uint64_t late() const noexcept { return late_; }
+
+  void start() {
+    start_ns_ = now_ns();
+    late_ = 0;
+  }
+  void wait_for(std::uint32_t round) {
+    const std::uint64_t due = start_ns_ + std::uint64_t{round} * 1000000000 / rate_;
+    if (now_ns() >= due) {
+      ++late_;
+      return;
+    }
+    const timespec at{static_cast<time_t>(due / 1000000000), static_cast<long>(due % 1000000000)};
+    int rc;
+    while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr)) == EINTR) {
+    }
+    rdma::check_rc(rc, "clock_nanosleep");
+  }
+
+ private:
+  static std::uint64_t now_ns() {
+    timespec t{};
+    rdma::check_errno(clock_gettime(CLOCK_MONOTONIC, &t), "clock_gettime");
+    return static_cast<std::uint64_t>(t.tv_sec) * 1000000000 + static_cast<std::uint64_t>(t.tv_nsec);
+  }
+
+  std::uint32_t rate_;
+  std::uint64_t start_ns_ = 0;
+  std::uint64_t late_ = 0;
+};
+
 class ping_pong {
  public:
   explicit ping_pong(const side& s)
-      : s_(s), solicited_only_(s.run.solicited_every != 0), room_(send_queue_depth(s.run), signal_every) {}
+      : s_(s), solicited_only_(s.run.solicited_every != 0), room_(send_queue_depth(s.run), signal_every),
+        sges_(s.run.burst), wrs_(s.run.burst), pace_(s.opts.rate) {
+    // The burst's work requests, built once: a round changes only their
+    // wr_id, their flags and the header in each message.
+    for (std::uint32_t i = 0; i < s.run.burst; ++i) {
+      const char* message = s.buffers.send.data() + std::size_t{i} * s.run.size;
+      sges_[i] = {reinterpret_cast<std::uintptr_t>(message), s.run.size, s.buffers.send.lkey()};
+      ibv_send_wr& wr = wrs_[i];
+      wr.sg_list = &sges_[i];
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_SEND;
+      wr.next = i + 1 < s.run.burst ? &wrs_[i + 1] : nullptr;
+    }
+  }
 
   void run() {
     const run_params& run = s_.run;
-    std::vector<double> samples;
+    std::vector<double> samples;  // in ticks until the end, then microseconds
     samples.reserve(run.rounds);
     if (s_.opts.mode != wait_mode::poll) {
       // Armed before the first wait; then one look, since whatever arrived
@@ -53,27 +115,49 @@ class ping_pong {
       s_.events.drain([this](const ibv_wc& wc) { take(wc); });
     }
     cpu_sample cpu_from{};
-    clock::time_point previous{};
+    // One read of the CPU's counter per round (two when paced), made
+    // microseconds once at the end (tick_clock.hpp: in the guest a
+    // steady_clock read is a system call of about 1 us, a part of what is
+    // measured). Back to back, a sample is half the time from one round's
+    // end to the next's, as ib_send_lat's; paced, half the time from our
+    // post to the answer's last message, leaving out the wait for the
+    // round's turn.
+    rdma::tick_calibration calibration;
+    rdma::ticks previous = 0;
     for (round_ = 0; round_ <= run.rounds; ++round_) {
-      if (s_.client) post_burst();
+      name_round();
+      if (s_.client) {
+        if (pace_.paced() && round_ > 0) {
+          pace_.wait_for(round_);
+          previous = rdma::read_ticks();
+        }
+        post_burst();
+      }
       wait_for_burst();
       received_ = 0;  // the next round's burst comes only after our answer
       if (!s_.client) post_burst();
-      // One clock read per round: each sample is half the time from one
-      // round's end to the next's.
-      const auto now = clock::now();
+      const rdma::ticks now = rdma::read_ticks();
       if (round_ == 0) {  // the warm-up: nothing of it is counted
         cpu_from = cpu_now();
         s_.events.reset_counts();
         counts_ = {};
-      } else {
-        samples.push_back(std::chrono::duration<double, std::micro>(now - previous).count() / 2);
+        calibration.start();
+        if (pace_.paced()) pace_.start();
+        previous = rdma::read_ticks();
+        continue;
       }
+      samples.push_back(rdma::tick_span(previous, now));
       previous = now;
     }
+    const double us_per_half_tick = calibration.us_per_tick() / 2;
+    for (double& sample : samples) sample *= us_per_half_tick;
     const cpu_sample cpu_to = cpu_now();
     const std::uint64_t messages = std::uint64_t{run.rounds} * run.burst;
     std::printf("%s", rdma::latency_report(run.size, std::move(samples)).c_str());
+    if (pace_.paced()) {
+      std::printf("paced: %u rounds a second, %llu of %u rounds started late\n", s_.opts.rate,
+                  static_cast<unsigned long long>(pace_.late()), run.rounds);
+    }
     if (s_.opts.mode != wait_mode::poll) {
       std::printf("wake-ups: %llu for %llu messages received, %llu of them found the CQ empty\n",
                   static_cast<unsigned long long>(s_.events.wake_ups()), static_cast<unsigned long long>(messages),
@@ -112,6 +196,18 @@ class ping_pong {
 
   bool burst_complete() const { return received_ == s_.run.burst; }
 
+  // "round N's messages", what a failed wait says it waited for: written
+  // into our own buffer each round, no allocation, since nearly always no
+  // wait fails.
+  void name_round() {
+    constexpr std::string_view before = "round ", after = "'s messages";
+    char* end = std::copy(before.begin(), before.end(), what_.data());
+    end = std::to_chars(end, end + 10, round_).ptr;
+    end = std::copy(after.begin(), after.end(), end);
+    what_length_ = static_cast<std::size_t>(end - what_.data());
+  }
+  std::string_view what() const { return {what_.data(), what_length_}; }
+
   // The burst of this round as one list of work requests (one ibv_post_send),
   // once the send queue has room for all of it. ACKs normally free it long
   // before (a round trip per round); a slow peer or a short queue must not
@@ -119,23 +215,16 @@ class ping_pong {
   void post_burst() {
     const run_params& run = s_.run;
     if (!room_.fits(run.burst)) {
-      rdma::wait_while_connected(s_.peer, s_.peer_name, "room in our send queue", s_.opts.peer.wait_ms, [&] {
+      rdma::wait_while_connected(s_.peer, s_.peer_name, "room in our send queue", s_.opts.peer.wait_ms, [this] {
         s_.events.drain([this](const ibv_wc& wc) { take(wc); });
-        return room_.fits(run.burst);
+        return room_.fits(s_.run.burst);
       });
     }
-    std::vector<ibv_sge> sges(run.burst);
-    std::vector<ibv_send_wr> wrs(run.burst);
     for (std::uint32_t i = 0; i < run.burst; ++i) {
-      char* message = s_.buffers.send.data() + std::size_t{i} * run.size;
-      write_header(message, round_, i);
-      sges[i] = {reinterpret_cast<std::uintptr_t>(message), run.size, s_.buffers.send.lkey()};
-      ibv_send_wr& wr = wrs[i];
+      write_header(s_.buffers.send.data() + std::size_t{i} * run.size, round_, i);
+      ibv_send_wr& wr = wrs_[i];
       wr.wr_id = room_.next() + i;
-      wr.sg_list = &sges[i];
-      wr.num_sge = 1;
-      wr.opcode = IBV_WR_SEND;
-      wr.next = i + 1 < run.burst ? &wrs[i + 1] : nullptr;
+      wr.send_flags = 0;
       if (room_.signaled(wr.wr_id)) wr.send_flags |= IBV_SEND_SIGNALED;
       if (run.size <= 64) wr.send_flags |= IBV_SEND_INLINE;
       // Solicited: the receiver's CQ, armed for solicited completions
@@ -143,29 +232,29 @@ class ping_pong {
       if (solicited(run, i)) wr.send_flags |= IBV_SEND_SOLICITED;
     }
     ibv_send_wr* bad = nullptr;
-    if (const int rc = ibv_post_send(s_.qp, wrs.data(), &bad); rc != 0) {
+    if (const int rc = ibv_post_send(s_.qp, wrs_.data(), &bad); rc != 0) {
       throw rdma::verbs_error(rc, "ibv_post_send(round " + std::to_string(round_) + ")");
     }
     room_.posted(run.burst);
   }
 
   void wait_for_burst() {
-    const std::string what = "round " + std::to_string(round_) + "'s messages";
     auto take_one = [this](const ibv_wc& wc) { take(wc); };
     notified_cq& events = s_.events;
     const int wait_ms = s_.opts.peer.wait_ms;
     switch (s_.opts.mode) {
       case wait_mode::poll:
         // Stage 05's way: look, look again, never sleep.
-        rdma::wait_while_connected(s_.peer, s_.peer_name, what, wait_ms, [&] {
-          events.drain(take_one);
+        rdma::wait_while_connected(s_.peer, s_.peer_name, what(), wait_ms, [this] {
+          s_.events.drain([this](const ibv_wc& wc) { take(wc); });
           return burst_complete();
         }, rdma::waiting::spins);
         return;
       case wait_mode::event:
-        while (!burst_complete()) events.sleep_and_drain(s_.peer, s_.peer_name, what, wait_ms, solicited_only_, take_one);
+        while (!burst_complete()) events.sleep_and_drain(s_.peer, s_.peer_name, what(), wait_ms, solicited_only_, take_one);
         return;
       case wait_mode::hybrid: {
+        using clock = std::chrono::steady_clock;
         spin_then_sleep policy(s_.opts.spin_us);
         std::optional<clock::time_point> start;
         auto elapsed_us = [&] {
@@ -193,7 +282,7 @@ class ping_pong {
           ++counts_.after_arm;
           return;
         }
-        while (!burst_complete()) events.sleep_and_drain(s_.peer, s_.peer_name, what, wait_ms, solicited_only_, take_one);
+        while (!burst_complete()) events.sleep_and_drain(s_.peer, s_.peer_name, what(), wait_ms, solicited_only_, take_one);
         ++counts_.slept;
         return;
       }
@@ -205,6 +294,11 @@ class ping_pong {
   std::uint32_t round_ = 0;
   std::uint32_t received_ = 0;  // of this round's burst (zeroed only once the burst is complete)
   rdma::send_queue_room room_;
+  std::vector<ibv_sge> sges_;       // one per message of the burst, built once
+  std::vector<ibv_send_wr> wrs_;    // chained by next, built once
+  std::array<char, 32> what_{};     // "round N's messages"
+  std::size_t what_length_ = 0;
+  pacer pace_;
   wait_counts counts_;
 };
 
@@ -258,6 +352,10 @@ void describe_run(const side& s) {
   const run_params& run = s.run;
   std::printf("rounds: %u after a warm-up, %u x %u bytes each way", run.rounds, run.burst, run.size);
   if (run.solicited_every != 0) std::printf(", 1 Send in %u solicited", run.solicited_every);
+  if (s.client && s.opts.rate != 0) {
+    std::printf(", paced at %u a second: a sample is half the time from our post to the answer's last message",
+                s.opts.rate);
+  }
   std::printf("\n");
   const char* arming = run.solicited_every != 0 ? "solicited completions only" : "every completion";
   switch (s.opts.mode) {

@@ -5,7 +5,7 @@
 
 namespace stage08 {
 
-bool spin_then_sleep::keep_spinning(std::uint32_t looks, const std::function<double()>& elapsed_us) {
+bool spin_then_sleep::keep_spinning(std::uint32_t looks, function_ref<double()> elapsed_us) {
   if (spin_us_ == 0 || spent_) return false;
   // Between clock reads, spin on: a read can cost more than a look.
   if (looks % looks_per_clock_ != 0) return true;

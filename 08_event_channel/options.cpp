@@ -40,6 +40,9 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.spin_us = number(v, "--spin-us", 0, 10000000); });
   parser.add(0, "iters", "N", "client: rounds to measure, after one warm-up round (default 1000)",
              [&](std::string_view v) { out.run.rounds = number(v, "--iters", 1, max_rounds); });
+  parser.add(0, "rate", "N",
+             "client: start a round N times a second, each on schedule (default 0: back to back)",
+             [&](std::string_view v) { out.rate = number(v, "--rate", 0, max_rate); });
   parser.add(0, "burst", "N", "client: Sends per round in each direction (default 1, or --solicited-every)",
              [&](std::string_view v) { out.run.burst = number(v, "--burst", 1, max_burst); });
   parser.add(0, "size", "BYTES", "client: bytes per Send, at least 8 (default 8)",
@@ -49,7 +52,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) { out.run.solicited_every = number(v, "--solicited-every", 1, 256); });
   if (!parser.parse(argc, argv)) return false;
 
-  parser.check_roles(out.peer, {"iters", "burst", "size", "solicited-every"});
+  parser.check_roles(out.peer, {"iters", "burst", "size", "rate", "solicited-every"});
   if (modes > 1) throw rdma::usage_error("choose one of --poll, --event and --hybrid");
   if (parser.given("spin-us") && out.mode != wait_mode::hybrid) throw rdma::usage_error("--spin-us is for --hybrid");
   if (out.run.solicited_every != 0) {

@@ -9,7 +9,8 @@
 //                       drain; the acks an object owes before ibv_destroy_cq
 //   server.cpp          the server's story
 //   client.cpp          the client's story
-//   exchange.cpp        the ping-pong of Sends, and the three ways to wait
+//   exchange.cpp        the ping-pong of Sends, the three ways to wait, and
+//                       the client's pace (--rate)
 //   hybrid.cpp          spin a bounded time, then sleep (pure)
 //   cpu.cpp             CPU seconds per message from getrusage (pure arithmetic)
 //   options.cpp         the command line
@@ -20,9 +21,11 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
-#include <functional>
-#include <optional>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "protocol.hpp"
 #include "rdma_tutorial/buffer.hpp"
@@ -32,10 +35,42 @@
 
 namespace stage08 {
 
+// A reference to a callable, as C++26's std::function_ref: a pointer to it
+// and a plain function that calls it, nothing copied, nothing allocated.
+// The waits below take one where they could take a std::function, which is
+// built (and, for a callable whose captures outgrow its small buffer,
+// allocated) around every call, and a drain is called on every look at
+// the CQ. The callable must outlive the call it is passed to: a lambda
+// written in the argument list does.
+template <class Signature>
+class function_ref;
+template <class R, class... Args>
+class function_ref<R(Args...)> {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref> && std::is_invocable_r_v<R, F&, Args...>)
+  function_ref(F&& f) noexcept  // implicit: a lambda converts, as to std::function
+      : callable_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* callable, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(callable))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(callable_, std::forward<Args>(args)...); }
+
+ private:
+  void* callable_;
+  R (*call_)(void*, Args...);
+};
+
+// What to do with each completion a drain takes.
+using take_completion = function_ref<void(const ibv_wc&)>;
+
 // options.cpp ------------------------------------------------------------------
 
 enum class wait_mode { poll, event, hybrid };
 const char* mode_name(wait_mode mode);
+
+// --rate: at most a million rounds a second (a round is a microsecond apart).
+inline constexpr std::uint32_t max_rate = 1000000;
 
 struct options {
   rdma::device_options device;
@@ -43,6 +78,7 @@ struct options {
   wait_mode mode = wait_mode::event;
   std::uint32_t spin_us = 50;     // --hybrid: how long to spin before sleeping
   run_params run;                 // client: --iters, --burst, --size, --solicited-every
+  std::uint32_t rate = 0;         // client: rounds per second; 0, back to back
 };
 bool parse_options(int argc, const char* const* argv, options& out);
 
@@ -75,7 +111,7 @@ class event_acks {
 class notified_cq {
  public:
   // ibv_create_comp_channel, its fd made non-blocking, ibv_create_cq bound
-  // to it, and a timerfd for the deadline of each sleep.
+  // to it.
   notified_cq(ibv_context* ctx, int entries);
 
   ibv_cq* cq() const noexcept { return cq_.get(); }
@@ -86,14 +122,15 @@ class notified_cq {
 
   // ibv_poll_cq until it finds nothing; each completion goes to `take`.
   // Returns how many there were.
-  std::size_t drain(const std::function<void(const ibv_wc&)>& take);
+  std::size_t drain(take_completion take);
 
   // Sleeps until the channel has an event, then takes it: poll() on the
-  // channel's fd, the timer and the peer's socket; ibv_get_cq_event; ack;
-  // re-arm; drain. Throws when wait_ms pass without an event or the peer
-  // closes the connection. Returns how many completions the drain took.
+  // channel's fd and the peer's socket, for at most wait_ms;
+  // ibv_get_cq_event; ack; re-arm; drain. Throws when wait_ms pass without
+  // an event or the peer closes the connection. Returns how many
+  // completions the drain took.
   std::size_t sleep_and_drain(const rdma::tcp::socket& peer, std::string_view who, std::string_view what,
-                              int wait_ms, bool solicited_only, const std::function<void(const ibv_wc&)>& take);
+                              int wait_ms, bool solicited_only, take_completion take);
 
   // Takes and acks, without sleeping, the events raised while we were not
   // waiting for any: the CQ was left armed (sleep_and_drain re-arms before
@@ -111,12 +148,10 @@ class notified_cq {
   rdma::comp_channel_ptr channel_;
   rdma::cq_ptr cq_;
   event_acks acks_;
-  int timer_fd_ = -1;  // closed by ~notified_cq
   std::uint64_t wake_ups_ = 0;
   std::uint64_t empty_wake_ups_ = 0;
 
  public:
-  ~notified_cq();
   notified_cq(const notified_cq&) = delete;
   notified_cq& operator=(const notified_cq&) = delete;
 };
@@ -132,7 +167,7 @@ class spin_then_sleep {
   explicit spin_then_sleep(std::uint32_t spin_us, std::uint32_t looks_per_clock = 64)
       : spin_us_(spin_us), looks_per_clock_(looks_per_clock) {}
   // `looks`: empty looks so far in this wait, from 1.
-  bool keep_spinning(std::uint32_t looks, const std::function<double()>& elapsed_us);
+  bool keep_spinning(std::uint32_t looks, function_ref<double()> elapsed_us);
 
  private:
   std::uint32_t spin_us_;
@@ -191,7 +226,8 @@ void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::w
 // "rounds: 1000 after a warm-up, 1 x 8 bytes each way" and how this side waits.
 void describe_run(const side& s);
 // The warm-up round and run.rounds more, waiting the side's way; prints the
-// latency line, the wake-ups and the CPU per message.
+// latency line, a paced client its late rounds, the wake-ups and the CPU per
+// message.
 void exchange(const side& s);
 
 int run_server(const options& opts, const rdma::rdma_device& dev, notified_cq& events);

@@ -31,6 +31,9 @@
 #   08-modes         08's --poll, --event and --hybrid at 8 B and 4 KiB: median,
 #                    99 %, CPU and wake-ups per message, beside ib_send_lat
 #                    with and without -e
+#   08-paced         the same three modes at 8 B with the client paced by
+#                    --rate (200 to 20000 rounds a second, and back to back):
+#                    the client's median and 99 %, the server's CPU
 #   09-pool-cost     09's --pool-cost: ibv_reg_mr per message against the pool
 #   10-loss          04's throughput mode beside ib_write_bw, 4 KiB and 64 KiB,
 #                    on a wire that loses 0 to 5 % of the packets at random
@@ -114,13 +117,7 @@ fi
 
 # The RoCE v2 IPv4 GID's index (perftest's -x), read from sysfs.
 dev=$(ls /sys/class/infiniband | head -n1)
-gid_index=""
-for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-  i=${g##*/}
-  [[ $(cat "$g") == 0000:0000:0000:0000:0000:ffff:* ]] || continue
-  [[ $(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$i" 2>/dev/null) == "RoCE v2" ]] && { gid_index=$i; break; }
-done
-[[ -n "$gid_index" ]] || { echo "bench: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
+gid_index=$(roce_v2_ipv4_gid_index "$dev") || { echo "bench: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
 
 # Starts a server with on_server in the background, then runs the client
 # until it connects (perftest's client does not retry by itself). Each side
@@ -176,6 +173,36 @@ ours_mode() {  # ours_mode MODE SIZE ITERS -> median p99 (us), the client's CPU 
                    /^wake-ups: / { w = $2 / $4 }
                    /^CPU: / { for (i = 1; i < NF; i++) if ($(i + 1) == "us" && $(i + 2) == "per") cpu = $i }
                    END { if (lat != "" && cpu != "") print lat, cpu, w + 0 }'
+}
+# A paced run: the client starts a round RATE times a second (0: back to
+# back); the server, which needs no rate, prints the CPU it spent waiting.
+# Both sides' output is read, so this starts the server itself (pair_run
+# keeps the client's only).
+ours_paced() {  # ours_paced MODE RATE ITERS -> the client's median p99 (us), the server's CPU s per s and us per message, late rounds per round, rounds per second
+  local srv out status spid
+  srv=$(mktemp)
+  on_server timeout "$run_limit" "$build/subprojects/08_event_channel/event_channel" "--$1" >"$srv" 2>&1 &
+  spid=$!
+  for _ in $(seq 50); do
+    out=$(timeout "$run_limit" "$build/subprojects/08_event_channel/event_channel" -s "$server_addr" "--$1" --size 8 \
+          --iters "$3" --rate "$2" 2>&1); status=$?
+    [[ $status -eq 0 ]] && break
+    grep -qi 'refused' <<<"$out" || break
+    sleep 0.2
+  done
+  wait "$spid" || status=1
+  if [[ $status -ne 0 ]]; then
+    echo "bench: 08 paced --$1 --rate $2 failed:" >&2; echo "$out" >&2; cat "$srv" >&2; rm -f "$srv"; return 1
+  fi
+  { echo "$out"; echo "== server"; cat "$srv"; } |
+    awk '/^== server$/ { server = 1; next }
+         !server && $1 == 8 && NF >= 9 { lat = $5 " " $8 }
+         !server && /^paced: / { late = $6 / $8 }
+         !server && /^CPU: / { for (i = 1; i < NF; i++) if ($i == "in" && $(i + 2) == "s") rate = $(i + 4) / $(i + 1) }
+         server && /^CPU: / { for (i = 1; i < NF; i++) { if ($(i + 1) == "us" && $(i + 2) == "per") us = $i
+                                                          if ($(i + 1) == "s" && $(i + 2) == "of") sps = substr($i, 2) } }
+         END { if (lat != "" && us != "" && rate != "") print lat, sps, us, late + 0, rate }'
+  rm -f "$srv"
 }
 ours_srq() {  # ours_srq SIZE ITERS -> Mpps: 4 clients on one SRQ, window 64 each, every record together (the server's line)
   local out status=0
@@ -337,6 +364,14 @@ first() { cut -d, -f"${2:-1}" <<<"$1"; }  # first "m,min,max,..." [FIELD]
 sizes_bw=(64 256 1024 4096 16384 65536)
 sizes_lat=(8 64 512 4096 16384 65536)
 sizes_modes=(8 4096)
+paced_rates=(200 1000 5000 20000 0)  # rounds a second the client offers; 0: back to back
+paced_iters() {  # about 2.5 s a point at the offered rate, 500 to 10000 rounds; back to back 2000
+  local n=$(($1 * 5 / 2))
+  (($1 == 0)) && n=2000
+  ((n < 500)) && n=500
+  ((n > 10000)) && n=10000
+  echo "$n"
+}
 modes=(poll event hybrid)
 sizes_rows=(64 4096)  # 06's and 09's rows of the table, four clients together
 rows_iters() { if [[ $1 == 64 ]]; then echo 20000; else echo 8000; fi; }
@@ -345,7 +380,7 @@ plan 02 1
 plan 04 $((${#sizes_bw[@]} * 2))
 plan 05 $((${#sizes_lat[@]} * 3))
 plan 06 $((1 + ${#sizes_rows[@]} * 2))
-plan 08 $((${#sizes_modes[@]} * (${#modes[@]} + 2)))
+plan 08 $((${#sizes_modes[@]} * (${#modes[@]} + 2) + ${#modes[@]} * ${#paced_rates[@]}))
 plan 09 $((1 + ${#sizes_rows[@]} * 3))
 loss_rates=(0 0.1 0.5 1 2 5)  # percent of the packets each guest sends
 sizes_loss=(4096 65536)
@@ -439,6 +474,16 @@ if wanted 08; then
     point v "08 ib_send_lat" "$s" perftest_send_lat "$s" 1000 && echo "ib_send_lat,$s,$v,,,,,," >>"$f.tmp"
     point v "08 ib_send_lat -e" "$s" perftest_event_lat "$s" 1000 && echo "ib_send_lat -e,$s,$v,,,,,," >>"$f.tmp" &&
       table "08 event_channel --event / ib_send_lat -e, median us" "$s" "$(first "${ours_event:-}")" "$(first "$v")"
+  done
+  csv_close "$f"
+  f=$(csv_open 08-paced "mode,rate_per_s,iters,median_us,median_us_min,median_us_max,p99_us,p99_us_min,p99_us_max,server_cpu_s_per_s,server_cpu_s_per_s_min,server_cpu_s_per_s_max,server_cpu_us_per_msg,server_cpu_us_per_msg_min,server_cpu_us_per_msg_max,late_share,late_share_min,late_share_max,achieved_per_s,achieved_per_s_min,achieved_per_s_max" \
+      "08 event_channel --rate: the client starts a round rate_per_s times a second (0: back to back), both sides in one mode, 8 B; the client's latency (half its post-to-answer time), rounds started late and achieved; the server's CPU (getrusage)")
+  for m in "${modes[@]}"; do
+    for r in "${paced_rates[@]}"; do
+      n=$(paced_iters "$r")
+      v=""
+      point v "08 paced --$m, rate $r/s" 8 ours_paced "$m" "$r" "$n" && echo "--$m,$r,$n,$v" >>"$f.tmp"
+    done
   done
   csv_close "$f"
 fi

@@ -324,6 +324,58 @@ def fig_08(plt, header, rows, also):
     return fig
 
 
+def fig_08_paced(plt, header, rows, also):
+    fig, (cpu, lat) = plt.subplots(2, 1, figsize=(7.6, 7.0), sharex=True, gridspec_kw={"height_ratios": [1, 1.3]})
+    modes = []
+    for r in rows:
+        if r["mode"] not in modes:
+            modes.append(r["mode"])
+    colors = {"--poll": "#1f5fa8", "--event": "#2e8b57", "--hybrid": "#8e44ad"}
+    # Back to back (rate 0) has no rate to stand on: it is drawn one step
+    # (x 4) past the highest offered rate, its tick labelled, the line to it dashed.
+    rates = sorted({r["rate_per_s"] for r in rows if r["rate_per_s"] > 0})
+    b2b = rates[-1] * 4 if rates else 1.0
+    for r in rows:
+        r["x"] = r["rate_per_s"] if r["rate_per_s"] > 0 else b2b
+    for mode in modes:
+        mine = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["x"])
+        paced = [r for r in mine if r["rate_per_s"] > 0]
+        last = [r for r in mine if r["rate_per_s"] == 0]
+        color = colors.get(mode, OTHER)
+        for ax, key, label, style in ((cpu, "server_cpu_s_per_s", mode + ", the server", "-"),
+                                      (lat, "median_us", mode + ", median", "-"),
+                                      (lat, "p99_us", mode + ", 99 %", ":")):
+            series(ax, paced, "x", key, label, color, style=style, marker="o" if style == "-" else "^")
+            if paced and last:
+                ax.plot([paced[-1]["x"], last[0]["x"]], [paced[-1][key], last[0][key]], color=color,
+                        linestyle="--", linewidth=1)
+            if last:
+                ax.errorbar([last[0]["x"]], [last[0][key]], yerr=[[last[0][key] - last[0][key + "_min"]],
+                                                                  [last[0][key + "_max"] - last[0][key]]],
+                            color=color, marker="s" if style == "-" else "^", markersize=5, capsize=3,
+                            markerfacecolor="white")
+        # A rate the mode could not keep up with (most rounds late): what it did instead.
+        for r in paced:
+            if r["achieved_per_s"] < 0.9 * r["rate_per_s"]:
+                cpu.annotate(f"{r['achieved_per_s']:.0f}/s done", (r["x"], r["server_cpu_s_per_s"]),
+                             textcoords="offset points", xytext=(0, -12), ha="center", fontsize=7, color=color)
+    cpu.set_ylabel("server CPU, seconds per second")
+    cpu.set_ylim(bottom=0)
+    cpu.grid(True, which="both", alpha=0.3)
+    cpu.legend(fontsize=7, loc="upper left")
+    cpu.set_title("08 paced: a polling server burns a CPU at any rate; a sleeping one pays per wake-up until it "
+                  "cannot keep up;\nthe hybrid sleeps at low rates and spins at high ones", fontsize=9)
+    log_panel(lat, "client's one-way latency, microseconds")
+    lat.legend(fontsize=7, ncol=3, loc="upper right")
+    lat.set_xscale("log")
+    lat.set_xticks(rates + [b2b])
+    lat.set_xticklabels([f"{r:g}" for r in rates] + ["back to\nback"], fontsize=8)
+    lat.minorticks_off()
+    lat.set_xlabel("rounds a second the client offers (--rate)")
+    fig.subplots_adjust(hspace=0.1)
+    return fig
+
+
 # 09 prints microseconds with three decimals: a pool time printed as 0.000
 # was below that, and a log axis cannot show zero. It is drawn at this floor,
 # the most the printed number says.
@@ -420,6 +472,10 @@ FIGURES = {
     "06-greedy": (["time_ms", "client", "role", "records"], ("role",), (), fig_06),
     "08-modes": (["mode", "size_bytes"] + spread_columns("median_us", "p99_us", "cpu_us_per_msg", "wakeups_per_msg"),
                  ("mode",), spread_columns("cpu_us_per_msg", "wakeups_per_msg"), fig_08),
+    "08-paced": (["mode", "rate_per_s", "iters"] + spread_columns("median_us", "p99_us", "server_cpu_s_per_s",
+                                                                   "server_cpu_us_per_msg", "late_share",
+                                                                   "achieved_per_s"),
+                 ("mode",), (), fig_08_paced),
     "09-pool-cost": (["size_bytes"] + spread_columns("reg_us", "pool_us"), (), (), fig_09),
     # A point where every run of a program failed has that program's columns
     # empty; the note says what failed (bench.sh never leaves a point out).

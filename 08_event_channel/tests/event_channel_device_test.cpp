@@ -2,8 +2,8 @@
 // a client on Soft-RoCE, every run bounded. Each way of waiting must finish
 // every round at both ends and print the percentiles and the CPU line;
 // sleeping sides must count their wake-ups, a solicited-only side exactly
-// one per burst; a server whose client never sends must give up through the
-// timer in its poll().
+// one per burst; a paced client must keep its schedule; a server whose
+// client never sends must give up through the timer in its poll().
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 
@@ -129,6 +129,26 @@ TEST_CASE("a burst of 8 armed for every completion should be taken whole, howeve
     CHECK(w >= 200);
     CHECK(w <= 1600 + 50);
   }
+}
+
+TEST_CASE("a paced client should start each round on schedule, count the late ones, and sample only its rounds") {
+  // 100 rounds at 200 a second: half a second at least, however fast each
+  // round trip is; the server, which knows no rate, sleeps in between.
+  const auto r = run_pair(server_command(), client_command({"--iters", "100", "--rate", "200"}), 120s);
+  INFO(both(r));
+  check_run(r, 100, 1);
+  CHECK(has_line(r.client.out, "^rounds: 100 after a warm-up, 1 x 8 bytes each way, paced at 200 a second: a sample is "
+                               "half the time from our post to the answer's last message$"));
+  CHECK_FALSE(has_line(r.server.out, "paced"));
+  CHECK(has_line(r.client.out, R"(^paced: 200 rounds a second, \d+ of 100 rounds started late$)"));
+  // The schedule: round 100 is due half a second after the warm-up.
+  const double wall = std::stod(first_match(r.client.out, R"(^CPU: .* in (\d+\.\d\d) s for 100 messages)"));
+  CHECK(wall >= 0.49);
+  // A sample leaves out the wait for the round's turn: were it the time
+  // from one round's end to the next's, none would be under half the
+  // 5 ms period.
+  const double t_min = std::stod(first_match(r.client.out, R"(^ 8 +100 +(\d+\.\d+) )"));
+  CHECK(t_min < 2000);
 }
 
 TEST_CASE("a server whose client never sends should give up at --wait-ms, woken by the timer in its poll()") {

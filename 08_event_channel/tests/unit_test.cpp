@@ -40,6 +40,7 @@ TEST_CASE("defaults should be a server sleeping on events, and a run of 1000 rou
   CHECK(o.run.burst == 1);
   CHECK(o.run.size == 8);
   CHECK(o.run.solicited_every == 0);
+  CHECK(o.rate == 0);
 }
 
 TEST_CASE("each way of waiting should be chosen by its flag, and only one of them") {
@@ -65,6 +66,14 @@ TEST_CASE("the run's options should be the client's, within their ranges") {
   CHECK(usage_error_of({"-s", "h", "--size", "7"}) == "--size must be between 8 and 1048576, got 7");
   CHECK(usage_error_of({"-s", "h", "--burst", "257"}) == "--burst must be between 1 and 256, got 257");
   CHECK(usage_error_of({"-s", "h", "--accept-ms", "5"}) == "--accept-ms is for the server (without -s)");
+}
+
+TEST_CASE("--rate should pace the client only, back to back by default, at most a million rounds a second") {
+  CHECK(parse({"-s", "h"}).rate == 0);
+  CHECK(parse({"-s", "h", "--rate", "500"}).rate == 500);
+  CHECK(usage_error_of({"--rate", "500"}) == "--rate is for the client (with -s ADDR)");
+  CHECK(usage_error_of({"-s", "h", "--rate", "1000001"}) == "--rate must be between 0 and 1000000, got 1000001");
+  CHECK(usage_error_of({"-s", "h", "--rate", "fast"}).starts_with("--rate "));
 }
 
 TEST_CASE("the run should cross the wire as four big-endian words and read back the same") {

@@ -41,11 +41,15 @@ class Checks:
     def __init__(self, quiet=False):
         self.failed = 0
         self.quiet = quiet  # a test of these checks themselves, expecting some to fail
+        self.where = ""  # the run being checked, named again in the recap of what failed
+        self.failures = []
 
     def expect(self, ok, what):
         if not self.quiet:
             print(("ok: " if ok else "FAILED: ") + what)
         self.failed += not ok
+        if not ok:
+            self.failures.append(f"{self.where}: {what}" if self.where else what)
         return ok
 
 
@@ -646,6 +650,7 @@ def check_runs(c, runs, work):
         print(f"(the pair ran Linux {kernel})")
     for i, r in enumerate(runs):
         print(f"== {r['where']}: {r['stage']}/run.sh --pair --capture F {' '.join(r['args'])}")
+        c.where = r["where"]
         base = os.path.join(work, str(i))
         status = open(base + ".status").read().strip() if os.path.exists(base + ".status") else "none"
         ran = c.expect(status == str(r["exit"]), f"the run should exit {r['exit']} (exit {status})")
@@ -673,6 +678,9 @@ def check_runs(c, runs, work):
 
 
 def report(c):
+    # Named again last: a log cut to its tail (CI shows the end) still says which checks failed, and in which run.
+    for what in c.failures:
+        print(f"FAILED: {what}")
     print(f"{'every check held' if c.failed == 0 else f'{c.failed} check(s) failed'}")
     return 0 if c.failed == 0 else 1
 

@@ -310,28 +310,57 @@ progress() {  # progress LABEL POINT
   units_done=$((units_done + 1))
   printf 'bench: [%d/%d] %s, %s%s\n' "$units_done" "$units_total" "$1" "$2" "$left" >&2
 }
-# point VAR LABEL SIZE FN ARGS...: VAR="median,min,max" for each column of
-# FN's line, over --reps runs; fails (and the run's status with it) when no
-# run gave one.
+# points SIZE VAR LABEL "FN ARGS" [VAR LABEL "FN ARGS"]...: for each
+# program, VAR="median,min,max" for each column of its line over --reps
+# runs. The programs take turns (the first run of each, then the second of
+# each, ...), so that the points set side by side were measured side by
+# side: the guest's timing comes in stretches (about 10 or 13 to 20 us a
+# round trip at 8 B, for any program), and five runs of one program in a
+# row can all fall in a slow stretch that its rival's five then miss
+# (2026-12-05: 05's 64 B point, 1.32 times ib_send_lat measured in turn
+# after it, its five runs 10.6 to 15.7 us). Returns 1 (and sets the run's
+# status) when a program got no figure; the others' VARs are set all the
+# same.
+points() {
+  local size=$1 i k rc=0 out dir
+  shift
+  local -a vars=() labels=() cmds=() cmd
+  while (($# >= 3)); do vars+=("$1"); labels+=("$2"); cmds+=("$3"); shift 3; done
+  dir=$(mktemp -d)
+  for k in $(seq "$reps"); do
+    for i in "${!cmds[@]}"; do
+      read -ra cmd <<<"${cmds[i]}"
+      if ((k == 1)); then
+        progress "${labels[i]}" "$size bytes"
+        # Each measurement's first run in a fresh guest is not counted: its
+        # first seconds ran slow (05's first point, 8 B: a 99 % of 0.1 to
+        # 4 ms in one run of five, where the others' were 30 to 60 us).
+        if [[ " $warmed " != *" ${cmd[0]} "* ]]; then
+          "${cmd[@]}" >/dev/null 2>&1
+          warmed+=" ${cmd[0]}"
+        fi
+      fi
+      "${cmd[@]}" >>"$dir/$i"
+    done
+  done
+  for i in "${!cmds[@]}"; do
+    # A run whose line is not all finite numbers (ib_send_lat printed inf
+    # at 16 KiB once here) is left out, and said.
+    if out=$(awk -v l="${labels[i]}" '/inf|nan/ { print "bench: " l ": a run printed \"" $0 "\"; left out" > "/dev/stderr"; next } 1' \
+               "$dir/$i" | spread); then
+      printf -v "${vars[i]}" '%s' "$out"
+    else
+      echo "bench: no figure for '${labels[i]}' at $size bytes" >&2; status=1; rc=1
+    fi
+  done
+  rm -rf "$dir"
+  return "$rc"
+}
+# point VAR LABEL SIZE FN ARGS...: one program's points (a run with no rival).
 point() {
-  local var=$1 label=$2 size=$3 fn=$4 out
-  shift 4
-  progress "$label" "$size bytes"
-  # Each measurement's first run in a fresh guest is not counted: its
-  # first seconds ran slow (05's first point, 8 B: a 99 % of 0.1 to 4 ms
-  # in one run of five, where the others' were 30 to 60 us).
-  if [[ " $warmed " != *" $fn "* ]]; then
-    "$fn" "$@" >/dev/null 2>&1
-    warmed+=" $fn"
-  fi
-  # A run whose line is not all finite numbers (ib_send_lat printed inf at
-  # 16 KiB once here) is left out, and said.
-  if ! out=$(for _ in $(seq "$reps"); do "$fn" "$@"; done |
-             awk -v l="$label" '/inf|nan/ { print "bench: " l ": a run printed \"" $0 "\"; left out" > "/dev/stderr"; next } 1' |
-             spread); then
-    echo "bench: no figure for '$label' at $size bytes" >&2; status=1; return 1
-  fi
-  printf -v "$var" '%s' "$out"
+  local var=$1 label=$2 size=$3
+  shift 3
+  points "$size" "$var" "$label" "$*"
 }
 # per_size FN: FN prints "SIZE VALUE..." lines (a whole table per run); runs
 # it --reps times and prints "SIZE,median,min,max,..." for each size.
@@ -401,7 +430,7 @@ if wanted 04; then
       "04 rdma_write --tx-depth 128 --cq-mod 100 beside ib_write_bw -t 128 -Q 100: message rate and bandwidth")
   for s in "${sizes_bw[@]}"; do
     n=$(iters_for "$s")
-    point ours "04 rdma_write" "$s" ours_bw "$s" "$n" && point theirs "04 ib_write_bw" "$s" perftest_bw "$s" "$n" || continue
+    points "$s" ours "04 rdma_write" "ours_bw $s $n" theirs "04 ib_write_bw" "perftest_bw $s $n" || continue
     echo "$s,$ours,$theirs" >>"$f.tmp"
     table "04 rdma_write / ib_write_bw, Mpps" "$s" "$(first "$ours" 4)" "$(first "$theirs" 4)"
   done
@@ -412,9 +441,8 @@ if wanted 05; then
   f=$(csv_open 05-latency "size_bytes,ours_median_us,ours_median_us_min,ours_median_us_max,ours_p99_us,ours_p99_us_min,ours_p99_us_max,write_lat_median_us,write_lat_median_us_min,write_lat_median_us_max,write_lat_p99_us,write_lat_p99_us_min,write_lat_p99_us_max,send_lat_median_us,send_lat_median_us_min,send_lat_median_us_max,send_lat_p99_us,send_lat_p99_us_min,send_lat_p99_us_max" \
       "05 write_imm --latency (1000 round trips) beside ib_write_lat and ib_send_lat: one-way latency, median and 99 %")
   for s in "${sizes_lat[@]}"; do
-    point ours "05 write_imm --latency" "$s" ours_lat "$s" 1000 &&
-      point wl "05 ib_write_lat" "$s" perftest_lat "$s" 1000 &&
-      point sl "05 ib_send_lat" "$s" perftest_send_lat "$s" 1000 || continue
+    points "$s" ours "05 write_imm --latency" "ours_lat $s 1000" wl "05 ib_write_lat" "perftest_lat $s 1000" \
+      sl "05 ib_send_lat" "perftest_send_lat $s 1000" || continue
     echo "$s,$ours,$wl,$sl" >>"$f.tmp"
     table "05 write_imm / ib_write_lat, median us" "$s" "$(first "$ours")" "$(first "$wl")"
     table "05 write_imm / ib_send_lat, median us" "$s" "$(first "$ours")" "$(first "$sl")"
@@ -456,7 +484,7 @@ if wanted 06; then
   rm -f "$out"
   for s in "${sizes_rows[@]}"; do
     n=$(rows_iters "$s")
-    point ours "06 srq_credits x4" "$s" ours_srq "$s" "$n" && point theirs "06 ib_send_bw -q 4 --use-srq" "$s" perftest_srq "$s" "$n" || continue
+    points "$s" ours "06 srq_credits x4" "ours_srq $s $n" theirs "06 ib_send_bw -q 4 --use-srq" "perftest_srq $s $n" || continue
     table "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$theirs")"
   done
 fi
@@ -465,15 +493,21 @@ if wanted 08; then
   f=$(csv_open 08-modes "mode,size_bytes,median_us,median_us_min,median_us_max,p99_us,p99_us_min,p99_us_max,cpu_us_per_msg,cpu_us_per_msg_min,cpu_us_per_msg_max,wakeups_per_msg,wakeups_per_msg_min,wakeups_per_msg_max" \
       "08 event_channel, both sides in one mode, 1000 rounds of Sends; the client's CPU (getrusage) and wake-ups; ib_send_lat beside it")
   for s in "${sizes_modes[@]}"; do
+    # The three modes and both perftest runs take turns (points).
+    v_poll="" v_event="" v_hybrid="" v_sl="" v_sle=""
+    points "$s" v_poll "08 --poll" "ours_mode poll $s 1000" v_event "08 --event" "ours_mode event $s 1000" \
+      v_hybrid "08 --hybrid" "ours_mode hybrid $s 1000" v_sl "08 ib_send_lat" "perftest_send_lat $s 1000" \
+      v_sle "08 ib_send_lat -e" "perftest_event_lat $s 1000"
     for m in "${modes[@]}"; do
-      v=""
-      point v "08 --$m" "$s" ours_mode "$m" "$s" 1000 && echo "--$m,$s,$v" >>"$f.tmp"
-      [[ $m == event ]] && ours_event=$v
+      v="v_$m"
+      [[ -n "${!v}" ]] && echo "--$m,$s,${!v}" >>"$f.tmp"
     done
-    v=""
-    point v "08 ib_send_lat" "$s" perftest_send_lat "$s" 1000 && echo "ib_send_lat,$s,$v,,,,,," >>"$f.tmp"
-    point v "08 ib_send_lat -e" "$s" perftest_event_lat "$s" 1000 && echo "ib_send_lat -e,$s,$v,,,,,," >>"$f.tmp" &&
-      table "08 event_channel --event / ib_send_lat -e, median us" "$s" "$(first "${ours_event:-}")" "$(first "$v")"
+    [[ -n "$v_sl" ]] && echo "ib_send_lat,$s,$v_sl,,,,,," >>"$f.tmp"
+    if [[ -n "$v_sle" ]]; then
+      echo "ib_send_lat -e,$s,$v_sle,,,,,," >>"$f.tmp"
+      [[ -n "$v_event" ]] && table "08 event_channel --event / ib_send_lat -e, median us" "$s" "$(first "$v_event")" "$(first "$v_sle")"
+    fi
+    [[ -n "$v_poll" && -n "$v_sl" ]] && table "08 event_channel --poll / ib_send_lat, median us" "$s" "$(first "$v_poll")" "$(first "$v_sl")"
   done
   csv_close "$f"
   f=$(csv_open 08-paced "mode,rate_per_s,iters,median_us,median_us_min,median_us_max,p99_us,p99_us_min,p99_us_max,server_cpu_s_per_s,server_cpu_s_per_s_min,server_cpu_s_per_s_max,server_cpu_us_per_msg,server_cpu_us_per_msg_min,server_cpu_us_per_msg_max,late_share,late_share_min,late_share_max,achieved_per_s,achieved_per_s_min,achieved_per_s_max" \
@@ -496,9 +530,8 @@ if wanted 09; then
   csv_close "$f"
   for s in "${sizes_rows[@]}"; do
     n=$(rows_iters "$s")
-    point ours "09 mempool x4" "$s" ours_pipeline "$s" "$n" &&
-      point se "09 ib_send_bw -e -q 4 --use-srq" "$s" perftest_send_event_srq "$s" "$n" &&
-      point wq "09 ib_write_bw -q 4" "$s" perftest_write_q4 "$s" "$n" || continue
+    points "$s" ours "09 mempool x4" "ours_pipeline $s $n" se "09 ib_send_bw -e -q 4 --use-srq" "perftest_send_event_srq $s $n" \
+      wq "09 ib_write_bw -q 4" "perftest_write_q4 $s $n" || continue
     table "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$se")"
     table "09 mempool x4 / ib_write_bw -q 4, Mpps" "$s" "$(first "$ours")" "$(first "$wq")"
   done

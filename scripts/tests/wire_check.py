@@ -39,15 +39,17 @@ sys.dont_write_bytecode = True
 
 class Checks:
     def __init__(self, quiet=False):
-        self.failed = 0
         self.quiet = quiet  # a test of these checks themselves, expecting some to fail
         self.where = ""  # the run being checked, named again in the recap of what failed
         self.failures = []
 
+    @property
+    def failed(self):
+        return len(self.failures)
+
     def expect(self, ok, what):
         if not self.quiet:
             print(("ok: " if ok else "FAILED: ") + what)
-        self.failed += not ok
         if not ok:
             self.failures.append(f"{self.where}: {what}" if self.where else what)
         return ok

@@ -31,6 +31,12 @@
 #                           'delay 2ms', 'reorder 25% delay 2ms'
 #         (scripts/impair.sh sets them up in each guest); after the run,
 #         what each side lost
+#   07_cm_events/run.sh --provider siw [--pair [--capture FILE]] [ARGS...]
+#         on Soft-iWARP instead of Soft-RoCE: the guest (or the pair) gets
+#         siw0 in place of rxe0 (scripts/rxe_vm.sh --provider siw); a
+#         capture then holds the TCP segments the iWARP traffic rides in,
+#         listed as MPA, DDP and RDMAP by scripts/wire.py. Stages that
+#         cannot run on iWARP say so in one line (docs/moving-to-a-nic.md)
 #   05_write_imm/run.sh --exercise NAME [ARGS...] [--client ARGS...]
 #         an exercise's program (NAME.cpp in the stage's exercises/, as it
 #         is now: shipped broken, or your fix) in place of the stage's own,
@@ -57,6 +63,7 @@ if [[ -z "$program" ]]; then
 fi
 
 pair=0 both=() client_only=() target=both capture="" want_capture=0 exercise="" want_exercise=0
+provider="" want_provider=0
 impair_client=() impair_server=() want_impair=""
 for arg in "$@"; do
   case "$arg" in
@@ -72,6 +79,8 @@ for arg in "$@"; do
     want_impair=""
   elif [[ $target == both && "$arg" =~ ^--(server-)?drop(-from|-every)?$|^--netem$ ]]; then want_impair=$arg
   elif [[ $want_capture == 1 ]]; then capture=$arg; want_capture=0
+  elif [[ $want_provider == 1 ]]; then provider=$arg; want_provider=0
+  elif [[ "$arg" == --provider && $target == both ]]; then want_provider=1
   elif [[ $want_exercise == 1 ]]; then exercise=$arg; want_exercise=0
   elif [[ "$arg" == --capture && $target == both ]]; then want_capture=1
   elif [[ "$arg" == --exercise && $target == both ]]; then want_exercise=1
@@ -119,6 +128,28 @@ if grep -q -- '--clients N' <<<"$help_text"; then
   done
   [[ $clients =~ ^[1-9][0-9]*$ ]] || { echo "run: --clients needs a count" >&2; exit 2; }
 fi
+case "$want_provider:$provider" in
+  1:*) echo "run: --provider takes rxe (Soft-RoCE) or siw (Soft-iWARP)" >&2; exit 2 ;;
+  0:|0:rxe|0:siw) ;;
+  *) echo "run: --provider takes rxe (Soft-RoCE) or siw (Soft-iWARP), got '$provider'" >&2; exit 2 ;;
+esac
+# Inside a guest (or on a machine with its own device) the device is what
+# it is: a provider asked for must be the one there.
+provider_here=${RXE_VM_PROVIDER:-}
+if [[ -z "$provider_here" ]] && have_active_port; then
+  provider_here=rxe
+  compgen -G '/sys/class/infiniband/siw*' >/dev/null && ! compgen -G '/sys/class/infiniband/rxe*' >/dev/null && provider_here=siw
+fi
+if [[ -n "$provider" && -n "$provider_here" && "$provider" != "$provider_here" && ( -n "${RXE_VM:-}" || $pair == 0 ) ]]; then
+  echo "run: --provider $provider, but this machine's RDMA device is ${provider_here}'s; run it where the guest boots (a machine without RDMA) or set up that device" >&2
+  exit 2
+fi
+if [[ ( "$provider" == siw || "$provider_here" == siw ) && ${#impair_client[@]}${#impair_server[@]} != 00 ]]; then
+  echo "run: --drop, --server-drop and --netem lose RoCE packets (UDP 4791); iWARP rides in TCP, which resends what is lost before RDMA sees it" >&2
+  exit 2
+fi
+vm_provider=()
+[[ -n "$provider" ]] && vm_provider=(--provider "$provider")
 if [[ $want_capture == 1 || ( -n "$capture" && $pair == 0 ) ]]; then
   echo "run: --capture FILE goes with --pair: only packets between two guests cross a wire (rxe's loopback on one device reaches no netdev)" >&2
   exit 2
@@ -145,8 +176,8 @@ if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
     echo "run: cannot write the capture to $capture: name a file in a folder you can write to" >&2
     exit 2
   fi
-  echo "run: booting two Soft-RoCE guests joined by a virtual wire" >&2
-  [[ -n "$capture" ]] || exec scripts/rxe_vm.sh --pair -- "$stage/run.sh" "$@"
+  echo "run: booting two $([[ $provider == siw ]] && echo Soft-iWARP || echo Soft-RoCE) guests joined by a virtual wire" >&2
+  [[ -n "$capture" ]] || exec scripts/rxe_vm.sh --pair "${vm_provider[@]}" -- "$stage/run.sh" "$@"
   capture=$(cd "$(dirname "$capture")" && pwd -P)/$(basename "$capture")
   share=()
   [[ $capture == "$root"/* ]] || share=(--share "$(dirname "$capture")")
@@ -156,17 +187,21 @@ if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
   for arg in "$@"; do
     if [[ $skip == 1 ]]; then args+=("$capture"); skip=0; else args+=("$arg"); [[ $arg == --capture ]] && skip=1; fi
   done
-  scripts/rxe_vm.sh --pair "${share[@]}" -- "$stage/run.sh" "${args[@]}"
+  scripts/rxe_vm.sh --pair "${vm_provider[@]}" "${share[@]}" -- "$stage/run.sh" "${args[@]}"
   status=$?
-  echo "run: the RoCE v2 packets on the wire ($capture; c>s is the client, 192.0.2.1):"
+  if [[ $provider == siw ]]; then
+    echo "run: the iWARP traffic on the wire, its TCP segments as MPA, DDP and RDMAP ($capture; c>s is the client, 192.0.2.1):"
+  else
+    echo "run: the RoCE v2 packets on the wire ($capture; c>s is the client, 192.0.2.1):"
+  fi
   lossy=()
   [[ ${#impair_client[@]} -eq 0 && ${#impair_server[@]} -eq 0 ]] || lossy=(--lossy)
   scripts/wire.py "${lossy[@]}" "$capture" || [[ $status -ne 0 ]] || status=1
   exit "$status"
 fi
 if [[ $pair == 0 ]] && ! have_active_port; then
-  echo "run: no active RDMA port here; running in the Soft-RoCE guest" >&2
-  exec scripts/rxe_vm.sh -- "$stage/run.sh" "$@"
+  echo "run: no active RDMA port here; running in the $([[ $provider == siw ]] && echo Soft-iWARP || echo Soft-RoCE) guest" >&2
+  exec scripts/rxe_vm.sh "${vm_provider[@]}" -- "$stage/run.sh" "$@"
 fi
 
 if [[ $two_peers == 0 ]]; then
@@ -199,7 +234,11 @@ if [[ -n "$capture" ]]; then
   # frames of the snapshot length, 256 KiB by default, so eight packets at
   # most; a clean-clone run lost 3 of 06's 20 writes that way ("3 packets
   # dropped by kernel").
-  tcpdump -i eth0 --immediate-mode -U -s 2048 -B 4096 -w "$capture" udp port 4791 2>"$capture.log" &
+  # iWARP is TCP: every segment on the wire is the connection's (the
+  # guests have nothing else on eth0; the pair's agent talks over 9p).
+  filter="udp port 4791"
+  [[ $provider_here == siw ]] && filter=tcp
+  tcpdump -i eth0 --immediate-mode -U -s 2048 -B 4096 -w "$capture" "$filter" 2>"$capture.log" &
   capture_pid=$!
   for _ in $(seq 100); do grep -qs 'listening on' "$capture.log" && break; sleep 0.1; done
   grep -qs 'listening on' "$capture.log" || { echo "run: tcpdump did not start: $(cat "$capture.log")" >&2; kill "$capture_pid" 2>/dev/null; exit 1; }

@@ -20,6 +20,11 @@
 # Inside the guest RXE_VM=1 is set; running this script there again just runs
 # the command, so chapters and tests can use the same command line everywhere.
 #
+# With --provider siw, the device is Soft-iWARP instead: siw0 on the same
+# netdev, no rxe0 (siw is built once from Debian's kernel source by
+# scripts/siw_module.sh). iWARP carries RDMA over TCP: its QPs are connected
+# by rdma_cm only, and the stages say what they do there.
+#
 # With --pair, two guests boot, joined by a virtual wire (a qemu socket
 # netdev on this machine's loopback): each has its own rxe0 on its eth0, so
 # RoCE v2 packets really cross a link, as between two hosts. The command runs
@@ -28,7 +33,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"
   cat <<'EOF'
 
 Options:
@@ -43,6 +48,8 @@ Options:
                       installs, else the newest installed one with rdma_rxe.ko)
   --no-rxe            boot with dummy0 (192.0.2.1/24) but no rxe0 link: for testing
                       what programs and scripts do when there is no RDMA device
+  --provider rxe|siw  the RDMA device: rxe0 (Soft-RoCE, the default) or siw0
+                      (Soft-iWARP, built for the kernel by scripts/siw_module.sh)
   --pair              two guests on a wire: the command on 192.0.2.1, a peer at
                       192.0.2.2 that scripts/on_peer.sh runs commands on
   --verbose           show the guest's console (kernel messages) at the end
@@ -57,6 +64,13 @@ if [[ "${RXE_VM:-}" == 1 ]]; then
   while [[ $# -gt 0 && "$1" != "--" ]]; do
     case "$1" in
       --timeout|--share|--memory|--kernel) shift 2 ;;
+      --provider)
+        # The guest has the device it was booted with; another is a new guest.
+        if [[ "${2:-}" != "${RXE_VM_PROVIDER:-rxe}" ]]; then
+          echo "rxe_vm: this guest's device is ${RXE_VM_PROVIDER:-rxe}'s; --provider ${2:-} boots a guest from the host" >&2
+          exit 2
+        fi
+        shift 2 ;;
       --pair)
         [[ -n "${RXE_VM_PEER_DIR:-}" ]] || { echo "rxe_vm: --pair starts from the host; this guest has no peer" >&2; exit 2; }
         shift ;;
@@ -74,6 +88,7 @@ kver=""
 verbose=0
 with_rxe=1
 pair=0
+provider=rxe
 shares=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -85,6 +100,7 @@ while [[ $# -gt 0 ]]; do
     --verbose) verbose=1; shift ;;
     --no-rxe) with_rxe=0; shift ;;
     --pair) pair=1; shift ;;
+    --provider) provider="${2:-}"; shift 2 || shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; break ;;
     *) echo "rxe_vm: unknown option '$1' (the command goes after --)" >&2; exit 2 ;;
@@ -98,6 +114,12 @@ if [[ $pair == 1 && $with_rxe == 0 ]]; then
   echo "rxe_vm: --pair and --no-rxe do not go together" >&2
   exit 2
 fi
+case "$provider" in
+  rxe) device=rxe0 ;;
+  siw) device=siw0
+       [[ $with_rxe == 1 ]] || { echo "rxe_vm: --provider siw and --no-rxe do not go together" >&2; exit 2; } ;;
+  *) echo "rxe_vm: --provider takes rxe (Soft-RoCE) or siw (Soft-iWARP), got '$provider'" >&2; exit 2 ;;
+esac
 
 die() { echo "rxe_vm: $*" >&2; exit 2; }
 
@@ -168,6 +190,29 @@ for m in "${modules[@]}"; do
   done < <(modprobe --show-depends -S "$kver" "$m" 2>/dev/null || true)
 done
 grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rxe for $kver (run depmod $kver)"
+# Soft-iWARP: the module built for this kernel (scripts/siw_module.sh),
+# after what it depends on (ib_core, libcrc32c and, on 6.12, ib_uverbs).
+# libcrc32c needs a crc32c: crc32c-intel fails to load on the emulated CPU
+# (no SSE 4.2; the init says so on the console only), crc32c_generic,
+# listed by modprobe beside it, serves.
+if [[ $provider == siw ]]; then
+  siw_ko=$("$(dirname "${BASH_SOURCE[0]}")/siw_module.sh" "$kver") || die "no siw.ko for $kver (the line above says why)"
+  for m in $(modinfo -F depends "$siw_ko" | tr ',' ' '); do
+    while read -r verb path params; do
+      [[ "$verb" == insmod && -z "${seen[$path]:-}" ]] || continue
+      seen[$path]=1
+      base=$(basename "$path")
+      case "$base" in
+        *.ko.xz) xz -dc "$path" > "$root/modules/${base%.xz}"; base=${base%.xz} ;;
+        *.ko.zst) zstd -qdc "$path" > "$root/modules/${base%.zst}"; base=${base%.zst} ;;
+        *) cp "$path" "$root/modules/$base" ;;
+      esac
+      echo "/modules/$base $params" >> "$root/modules/load"
+    done < <(modprobe --show-depends -S "$kver" "$m" 2>/dev/null || true)
+  done
+  cp "$siw_ko" "$root/modules/siw.ko"
+  echo "/modules/siw.ko" >> "$root/modules/load"
+fi
 
 # The jobs: each runs in the host's root (read-only) with the writable shares
 # on top. write_job NAME STATUS_FILE NETDEV ADDRESS PEER_ADDRESS COMMAND...
@@ -179,7 +224,7 @@ write_job() {
     echo '#!/bin/bash'
     # The status goes to the host through the job share, whatever path ends the job.
     printf 'trap '"'"'echo $? > %q'"'"' EXIT\n' "$work/$status"
-    printf 'export RXE_VM=1 RXE_VM_IPV4=%s HOME=/tmp/home LANG=C.UTF-8\n' "$address"
+    printf 'export RXE_VM=1 RXE_VM_IPV4=%s RXE_VM_PROVIDER=%s HOME=/tmp/home LANG=C.UTF-8\n' "$address" "$provider"
     if [[ -n "$peer_address" ]]; then
       printf 'export RXE_VM_PEER_IPV4=%s RXE_VM_PEER_DIR=%q\n' "$peer_address" "$work/peer"
     fi
@@ -203,9 +248,10 @@ write_job() {
       echo 'ip link add dummy1 type dummy && ip link set dummy1 arp on && ip addr add 203.0.113.1/24 dev dummy1 && ip link set dummy1 up || { echo "rxe_vm: could not set up dummy1" >&2; exit 125; }'
     fi
     if [[ $with_rxe == 1 ]]; then
-      printf 'rdma link add rxe0 type rxe netdev %s || { echo "rxe_vm: rdma link add rxe0 failed" >&2; exit 125; }\n' "$netdev"
-      echo 'i=0; until grep -qs ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do'
-      echo '  i=$((i+1)); [ $i -gt 50 ] && { echo "rxe_vm: rxe0 port 1 never became ACTIVE" >&2; exit 125; }; sleep 0.1; done'
+      printf 'rdma link add %s type %s netdev %s || { echo "rxe_vm: rdma link add %s failed" >&2; exit 125; }\n' \
+        "$device" "$provider" "$netdev" "$device"
+      echo 'i=0; until grep -qs ACTIVE /sys/class/infiniband/'"$device"'/ports/1/state; do'
+      echo '  i=$((i+1)); [ $i -gt 50 ] && { echo "rxe_vm: '"$device"' port 1 never became ACTIVE" >&2; exit 125; }; sleep 0.1; done'
     fi
     printf 'cd %q || exit 125\n' "$PWD"
     printf '%q ' "$@"; echo

@@ -2,7 +2,9 @@
 """The RoCE v2 packets of a capture, one line each, decoded by tshark's own
 InfiniBand dissector (Debian's tshark decodes UDP port 4791 as RoCE v2;
 its RPC-over-RDMA heuristic, which takes a short Send's payload for NFS and
-calls it malformed, is turned off).
+calls it malformed, is turned off). A capture with no RoCE v2 in it is
+read as iWARP (run.sh --provider siw): its TCP segments, decoded by
+tshark's MPA, DDP and RDMAP dissectors, one line per iWARP message part.
 
   scripts/wire.py FILE.pcap [--client ADDR] [--json] [--lossy]
 
@@ -273,6 +275,130 @@ def line(p):
             f"len={p['payload']:<5} {' '.join(what)}").rstrip()
 
 
+# iWARP (RFC 5040 RDMAP over RFC 5041 DDP over RFC 5044 MPA, in TCP).
+# RDMAP's opcodes (RFC 5040, 4.3), tshark shows the number.
+RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response", 3: "Send",
+                 4: "Send with Invalidate", 5: "Send with SE", 6: "Send with SE and Invalidate", 7: "Terminate"}
+# The bytes of a DDP segment before its payload (RFC 5041, 5.1 and 5.2, with
+# RDMAP's control bits in the reserved byte): 14 tagged (control, STag,
+# tagged offset), 18 untagged (control, queue number, MSN, message offset).
+DDP_TAGGED_HEADER, DDP_UNTAGGED_HEADER = 14, 18
+# A Read Request's own header after DDP's (RFC 5040, 4.4): sink STag and
+# offset, size, source STag and offset.
+READ_REQUEST_HEADER = 28
+
+
+def _tcp_flags(fields):
+    bits = _number(fields.get("tcp.flags", ("0", ""))[0] or "0")
+    names = [name for bit, name in ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST")) if bits & bit]
+    if names and bits & 0x10 and "FIN" not in names:
+        names.append("ACK")  # SYN ACK, RST ACK: the answer to a SYN
+    return " ".join(names)
+
+
+def decode_iwarp(path, client="192.0.2.1"):
+    """The capture's iWARP traffic as dicts, in order: the TCP connections' opening and closing segments
+    (SYN, RST, FIN), the MPA Request and Reply that start iWARP on a connection, and each DDP segment (one
+    FPDU; a TCP segment may carry several). TCP's own ACKs and its resends are left out: they carry no
+    RDMA message (a resend's bytes were listed where they first went)."""
+    if not os.path.exists(path):
+        raise WireError(f"no capture at {path}")
+    try:
+        run = subprocess.run(["tshark", "-r", path, "--disable-protocol", "rpcordma", "-Y",
+                              "tcp.flags.syn == 1 || tcp.flags.fin == 1 || tcp.flags.reset == 1 || iwarp_mpa",
+                              "-T", "pdml"], capture_output=True, text=True, env=dict(os.environ, LANG="C"))
+    except FileNotFoundError:
+        raise WireError("tshark not found: scripts/install_deps.sh installs it (Debian package tshark)")
+    if run.returncode != 0:
+        reason = [l for l in run.stderr.splitlines() if l.strip() and "could be dangerous" not in l]
+        raise WireError(f"tshark -r {path} failed: {' '.join(reason) or 'exit ' + str(run.returncode)}")
+    out, start = [], None
+    for pkt in ET.fromstring(run.stdout).iter("packet"):
+        protos = pkt.findall("proto")
+        named = {p.get("name"): p for p in protos}
+        if "tcp" not in named:
+            continue
+        tcp = _fields(named["tcp"])
+        if "tcp.analysis.retransmission" in tcp or "tcp.analysis.fast_retransmission" in tcp:
+            continue
+        frame = _fields(named["frame"]) if "frame" in named else {}
+        ip = _fields(named["ip"]) if "ip" in named else {}
+        t = float(frame.get("frame.time_epoch", ("0", ""))[0] or 0)
+        start = t if start is None else start
+        src = ip.get("ip.src", ("", ""))[0]
+        base = {"time": round(t - start, 6), "dir": "c>s" if src == client else "s>c", "src": src}
+        flags = _tcp_flags(tcp)
+        if flags:
+            out.append(dict(base, opcode="TCP " + flags, ports=(_number(tcp["tcp.srcport"][0]),
+                                                                _number(tcp["tcp.dstport"][0]))))
+        ulpdu = None
+        for proto in protos:
+            name = proto.get("name")
+            f = _fields(proto)
+            if name == "iwarp_mpa":
+                if "iwarp_mpa.req" in f or "iwarp_mpa.rep" in f:
+                    pd = bytes.fromhex(f.get("iwarp_mpa.privatedata", ("", ""))[0].replace(":", ""))
+                    mpa = {"rev": _number(f["iwarp_mpa.rev"][0]), "crc": f["iwarp_mpa.crc_flag"][0] in ("1", "True"),
+                           "markers": f["iwarp_mpa.marker_flag"][0] in ("1", "True"),
+                           "rejected": f["iwarp_mpa.rej_flag"][0] in ("1", "True"), "private_data": pd.hex()}
+                    # MPA revision 2 (RFC 6581): the first 4 bytes of private data
+                    # are the sender's IRD and ORD (14 bits each, 2 flag bits), the
+                    # ULP's bytes follow.
+                    if mpa["rev"] == 2 and len(pd) >= 4:
+                        mpa["ird"] = int.from_bytes(pd[0:2], "big") & 0x3FFF
+                        mpa["ord"] = int.from_bytes(pd[2:4], "big") & 0x3FFF
+                        mpa["private_data"] = pd[4:].hex()
+                    out.append(dict(base, opcode="MPA " + ("Request" if "iwarp_mpa.req" in f else "Reply"), mpa=mpa))
+                else:
+                    ulpdu = _number(f["iwarp_mpa.ulpdulength"][0]) if "iwarp_mpa.ulpdulength" in f else None
+            elif name == "iwarp_ddp_rdmap" and "iwarp_rdma.opcode" in f:
+                number = _number(f["iwarp_rdma.opcode"][0])
+                tagged = f.get("iwarp_ddp.tagged_flag", ("0", ""))[0] in ("1", "True")
+                d = dict(base, opcode=RDMAP_OPCODES.get(number, f"RDMAP opcode {number}"), opcode_number=number,
+                         tagged=tagged, last=f.get("iwarp_ddp.last_flag", ("0", ""))[0] in ("1", "True"))
+                if tagged:
+                    d["stag"] = _number(f["iwarp_ddp.stag"][0])
+                    d["to"] = _number(f["iwarp_ddp.tagged_offset"][0])
+                else:
+                    d["qn"], d["msn"], d["mo"] = (_number(f[k][0]) for k in ("iwarp_ddp.qn", "iwarp_ddp.msn", "iwarp_ddp.mo"))
+                header = DDP_TAGGED_HEADER if tagged else DDP_UNTAGGED_HEADER
+                if "iwarp_rdma.sinkstag" in f:
+                    d["read"] = {"sink_stag": _number(f["iwarp_rdma.sinkstag"][0]),
+                                 "sink_to": _number(f["iwarp_rdma.sinkto"][0]),
+                                 "size": _number(f["iwarp_rdma.rdmardsz"][0]),
+                                 "source_stag": _number(f["iwarp_rdma.srcstag"][0]),
+                                 "source_to": _number(f["iwarp_rdma.srcto"][0])}
+                    header += READ_REQUEST_HEADER
+                d["payload"] = max((ulpdu or header) - header, 0)
+                out.append(d)
+                ulpdu = None
+    return out
+
+
+def iwarp_line(p):
+    """One iWARP entry as run.sh lists it: time, direction, what it is, then its fields."""
+    head = f"{p['time']:9.6f} {p['dir']} {p['opcode']:<30}"
+    if p["opcode"].startswith("TCP"):
+        return f"{head} {p['ports'][0]} > {p['ports'][1]}"
+    if "mpa" in p:
+        m = p["mpa"]
+        what = [f"rev {m['rev']}", "CRC" if m["crc"] else "no CRC", "markers" if m["markers"] else "no markers"]
+        if "ird" in m:
+            what.append(f"IRD {m['ird']} ORD {m['ord']}")
+        what.append(f"private data {len(m['private_data']) // 2} bytes")
+        if m["rejected"]:
+            what.append("REJECTED")
+        return f"{head} {', '.join(what)}"
+    where = (f"tagged stag=0x{p['stag']:x} to=0x{p['to']:x}" if p["tagged"] else
+             f"untagged qn={p['qn']} msn={p['msn']} mo={p['mo']}")
+    line = f"{head} {'L' if p['last'] else '-'} len={p['payload']:<5} {where}"
+    if "read" in p:
+        r = p["read"]
+        line += (f" sink stag=0x{r['sink_stag']:x} to=0x{r['sink_to']:x} size={r['size']}"
+                 f" source stag=0x{r['source_stag']:x} to=0x{r['source_to']:x}")
+    return line
+
+
 def main(argv):
     args = list(argv)
     client, as_json, lossy = "192.0.2.1", False, False
@@ -294,13 +420,18 @@ def main(argv):
         return 2
     try:
         packets = decode(args[0], client)
+        iwarp = [] if packets else decode_iwarp(args[0], client)
     except WireError as e:
         print(f"wire: {e}", file=sys.stderr)
         return 1
+    if iwarp:
+        for text in ([json.dumps(p, sort_keys=True) for p in iwarp] if as_json else map(iwarp_line, iwarp)):
+            print(text)
+        return 0
     for text in ([json.dumps(p, sort_keys=True) for p in packets] if as_json else listing(packets, lossy)):
         print(text)
     if not packets:
-        print(f"wire: no RoCE v2 packet in {args[0]}", file=sys.stderr)
+        print(f"wire: no RoCE v2 packet and no iWARP in {args[0]}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,11 +1,16 @@
 // ibv_query_device: the limits every later stage runs into. A QP cannot have
 // more than max_qp_wr outstanding work requests, a CQ more than max_cqe
 // entries, an SRQ more than max_srq_wr; asking for more fails with EINVAL.
+// First, from the device itself (no call), its transport: InfiniBand for
+// InfiniBand and RoCE alike (RoCE is InfiniBand's transport carried over
+// Ethernet; the port's link layer tells them apart), iWARP for RDMA over
+// TCP (common/include/rdma_tutorial/transport.hpp says what differs).
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
 
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/transport.hpp"
 #include "stage.hpp"
 
 namespace stage01 {
@@ -31,6 +36,8 @@ void row(const char* name, const T& value) {
 }  // namespace
 
 ibv_device_attr print_device_attributes(ibv_context* ctx) {
+  const ibv_transport_type transport = ctx->device->transport_type;
+  std::printf("  %-14s %s (%d)\n", "transport", rdma::transport_name(transport), transport);
   ibv_device_attr attr{};
   rdma::check_rc(ibv_query_device(ctx, &attr), "ibv_query_device");
   std::printf("  %-14s %s\n", "fw_ver", attr.fw_ver[0] != '\0' ? attr.fw_ver : "(none)");

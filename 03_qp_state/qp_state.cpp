@@ -30,6 +30,7 @@
 #include "rdma_tutorial/port.hpp"
 #include "rdma_tutorial/qp.hpp"
 #include "rdma_tutorial/limits.hpp"
+#include "rdma_tutorial/transport.hpp"
 #include "stage.hpp"
 
 namespace {
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
 
     // What stage 01 taught: the device, its port, the RoCE v2 IPv4 GID.
     rdma::context_ptr ctx = rdma::open_device(opts.device.device);
+    // An iWARP device (transport.hpp) has no state machine to walk by hand:
+    // said in one line, before anything is created.
+    rdma::refuse_qp_by_hand_on_iwarp(ctx.get(), "this stage walks QP A and QP B through INIT, RTR and RTS");
     const rdma::gid_entry gid = rdma::choose_gid(ctx.get(), opts.device.port, opts.device.gid_index);
     ibv_port_attr port_attr{};
     rdma::check_rc(ibv_query_port(ctx.get(), opts.device.port, &port_attr), "ibv_query_port");

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     const unsigned qp_access = server || opts.latency ? IBV_ACCESS_REMOTE_WRITE : 0;
     // One CQ for both directions: Recv completions and the signaled sends.
     const int cq_entries = static_cast<int>(opts.rx_depth + opts.tx_depth) + 2;
-    rdma::rdma_device dev = rdma::open_rdma_device(opts.device, cq_entries, qp_access, "--rx-depth and --tx-depth");
+    rdma::rdma_device dev = rdma::open_rdma_device(opts.device, cq_entries, qp_access, "--rx-depth and --tx-depth",
+                                                   "this stage is about it");
     // What the QP and the slots will ask for, against what the device takes.
     dev.limits.queue_depth(opts.tx_depth, "writes in flight", "--tx-depth");
     dev.limits.queue_depth(opts.rx_depth, "Recvs kept posted", "--rx-depth");

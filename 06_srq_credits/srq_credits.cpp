@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
       cq_entries = depth + opts.clients * 32 + 2;  // every Recv, every client's credit writes
     }
     rdma::rdma_device dev = rdma::open_rdma_device(opts.device, static_cast<int>(cq_entries), IBV_ACCESS_REMOTE_WRITE,
-                                                   server ? "--clients and --window" : "");
+                                                   server ? "--clients and --window" : "",
+                                                   "every record of this stage is one");
     dev.params.rnr_retry = opts.rnr_retry;
     // The ACK timeout: 1.07 s a try, up from 67 ms. Here many processes
     // share each host's CPUs with Soft-RoCE's own work, and across the

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "rdma_tutorial/transport.hpp"
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/cm_events.hpp"
 #include "rdma_tutorial/completion.hpp"
@@ -227,6 +228,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
 
   // What we will ask of the device rdma_cm chose, against what it takes.
   const rdma::device_limits limits(id->verbs);
+  rdma::refuse_without_write_with_imm(id->verbs, limits.attr(), "every record this client streams is one");
   limits.queue_depth(send_queue, "writes in flight");
   limits.cq_entries(send_queue + 2);
   on_device dev;

@@ -19,6 +19,7 @@
 #include "rdma_tutorial/imm.hpp"
 #include "rdma_tutorial/record.hpp"
 #include "rdma_tutorial/send_window.hpp"
+#include "rdma_tutorial/transport.hpp"
 #include "rdma_tutorial/waiting.hpp"
 #include "server.hpp"
 
@@ -47,11 +48,15 @@ ibv_context* listening_device(rdma_cm_id* listener) {
 // option, not by the create call that would fail.
 rdma::device_limits checked_limits(ibv_context* ctx, const options& opts, std::uint32_t srq_depth, std::uint32_t cq_entries) {
   rdma::device_limits limits(ctx);
+  // What the whole pipeline stands on, before any number: the clients'
+  // records are Writes with Immediate (transport.hpp: siw posts none).
+  rdma::refuse_without_write_with_imm(ctx, limits.attr(), "every record the clients stream is one");
   const char* pool = opts.pool_chunks ? "--pool-chunks" : "--clients";
   limits.srq_depth(srq_depth, std::string(pool) + " and --window");
   limits.cq_entries(cq_entries, std::string(pool) + " and --window");
   limits.qps(opts.chunk_count(), pool);
   limits.memory_windows(opts.chunk_count(), pool);  // one per client served at once
+  limits.memory_window_type_2();                     // bound on the client's QP (clients.cpp)
   limits.queue_depth(send_queue, "credit writes, the bind and the marker in each client's send queue");
   limits.registration(opts.chunk_bytes(), "bytes per chunk", opts.chunk_size ? "--chunk-size" : "--window and --record-size");
   return limits;

@@ -29,13 +29,22 @@
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/port.hpp"
+#include "rdma_tutorial/transport.hpp"
 #include "rdma_tutorial/waiting.hpp"
 
 namespace rdma {
 
-rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access, std::string_view cq_option) {
+rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access, std::string_view cq_option,
+                             std::string_view uses_write_with_imm) {
   rdma_device dev;
   dev.ctx = open_device(opts.device);
+  dev.limits = device_limits(dev.ctx.get());
+  // What iWARP lacks, before anything is created (transport.hpp): the
+  // stage's own operation first, then the way it connects.
+  if (!uses_write_with_imm.empty()) {
+    refuse_without_write_with_imm(dev.ctx.get(), dev.limits.attr(), uses_write_with_imm);
+  }
+  refuse_qp_by_hand_on_iwarp(dev.ctx.get(), "this stage's TCP handshake does (QPN and PSN swapped, ibv_modify_qp to RTS)");
   check_rc(ibv_query_port(dev.ctx.get(), opts.port, &dev.port_attr), "ibv_query_port");
   const ibv_port_attr& port_attr = dev.port_attr;
   if (port_attr.link_layer != IBV_LINK_LAYER_ETHERNET) {
@@ -45,7 +54,6 @@ rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigne
                          "use a RoCE port (-d, -i), or stage 07's rdma_cm, which finds the path on InfiniBand too");
   }
   dev.gid = choose_gid(dev.ctx.get(), opts.port, opts.gid_index);
-  dev.limits = device_limits(dev.ctx.get());
   dev.params.port = opts.port;
   dev.params.gid_index = sgid_index(dev.gid.index);
   dev.params.path_mtu = port_attr.active_mtu;

@@ -75,7 +75,19 @@ gid_entry choose_gid(ibv_context* ctx, std::uint8_t port, std::optional<int> req
                          "give the netdev an IP address (RoCE GIDs are made from them), or pick an entry "
                          "with -g; 01_devices/devices lists the table");
   }
-  return find_gid(table, *index, port);
+  const gid_entry& entry = find_gid(table, *index, port);
+  // Every packet of a QP carries the entry's RoCE version: -g naming a RoCE
+  // v1 entry (a NIC lists one beside each v2 entry) sends raw Ethernet
+  // frames a peer on v2 never takes, and the handshake carries no type to
+  // tell it. Said here, not found later as a silent connection.
+  if (ethernet && entry.type != gid_type::roce_v2) {
+    throw tutorial_error("GID index " + std::to_string(*index) + " of port " + std::to_string(port) + " is a " +
+                             gid_type_name(entry.type) + " entry; these programs speak RoCE v2 (UDP port 4791), and "
+                             "their handshake carries no GID type for a peer to match",
+                         "choose a RoCE v2 entry with -g (both peers the same version); 01_devices/devices lists "
+                         "the table with each entry's type");
+  }
+  return entry;
 }
 
 const gid_entry& find_gid(std::span<const gid_entry> table, int index, std::uint8_t port) {

@@ -45,6 +45,13 @@ void device_limits::memory_windows(std::uint64_t asked, std::string_view option)
   check(asked, static_cast<std::uint64_t>(attr_.max_mw), "max_mw", "memory windows", option);
 }
 
+void device_limits::memory_window_type_2() const {
+  if ((attr_.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0) return;
+  throw tutorial_error("this program binds type 2 memory windows; " + device_ + " has none (device_cap_flags lacks "
+                           "MEM_WINDOW_TYPE_2A and 2B, ibv_query_device)",
+                       "this program cannot run on this device as it is; 01_devices/devices lists its limits");
+}
+
 void device_limits::registration(std::uint64_t bytes, std::string_view what, std::string_view option) const {
   check(bytes, attr_.max_mr_size, "max_mr_size", what, option);
 }

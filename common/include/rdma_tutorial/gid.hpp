@@ -46,7 +46,8 @@ std::optional<int> pick_default_gid(std::span<const gid_entry> table, bool ether
 const gid_entry& find_gid(std::span<const gid_entry> table, int index, std::uint8_t port);
 
 // -g when given (checked against the table), else pick_default_gid; throws
-// with an explanation when the port has no usable entry.
+// with an explanation when the port has no usable entry, or when -g names
+// an entry that is not RoCE v2 on an Ethernet port.
 gid_entry choose_gid(ibv_context* ctx, std::uint8_t port, std::optional<int> requested);
 
 // The index as an address vector's sgid_index, which is 8 bits wide (a RoCE

@@ -45,6 +45,10 @@ class device_limits {
   void srq_depth(std::uint64_t asked, std::string_view option = {}) const;
   void qps(std::uint64_t asked, std::string_view option = {}) const;
   void memory_windows(std::uint64_t asked, std::string_view option = {}) const;
+  // A type 2 memory window (ibv_alloc_mw(IBV_MW_TYPE_2), bound by a work
+  // request on a QP): device_cap_flags names 2A or 2B. A device with type
+  // 1 windows only fails at the bind, per client, where this says it once.
+  void memory_window_type_2() const;
   void registration(std::uint64_t bytes, std::string_view what, std::string_view option = {}) const;
 
  private:

@@ -43,9 +43,13 @@ struct rdma_device {
 // checked against the device's max_cqe first, `cq_option` naming the
 // option that sized it (limits.hpp). A port whose link layer is not
 // Ethernet (InfiniBand) is refused: these stages reach the peer by its GID
-// over RoCE, and the handshake carries no LID.
+// over RoCE, and the handshake carries no LID. An iWARP device is refused
+// too, in one line (transport.hpp): its QPs are connected by rdma_cm only;
+// a stage built on RDMA Write with Immediate names that use in
+// `uses_write_with_imm` ("every record of this stage is one"), and a device
+// whose provider posts none (siw) is refused for that first.
 rdma_device open_rdma_device(const device_options& opts, int cq_entries, unsigned qp_access,
-                             std::string_view cq_option = {});
+                             std::string_view cq_option = {}, std::string_view uses_write_with_imm = {});
 
 // "rxe0 port 1, GID [1] ::ffff:192.0.2.1 (RoCE v2), path_mtu 1024"
 std::string describe(const rdma_device& dev);

@@ -13,6 +13,7 @@
 
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/transport.hpp"
 #include "stage.hpp"
 
 namespace stage07 {
@@ -61,10 +62,15 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   // Everything on the device rdma_cm chose for the address.
   const on_device dev = open_on(id.get(), 4);
   // What we write from (the payload, then the notice), and where the RDMA
-  // Read puts the copy: the device writes there, so LOCAL_WRITE. Nothing of
-  // ours is open to the server.
+  // Read puts the copy: the device writes there, so LOCAL_WRITE. On RoCE
+  // nothing of ours is open to the server. On iWARP the copy is: a Read
+  // Request names its sink by key, and the server's device places the
+  // response there as tagged writes, so the sink needs REMOTE_WRITE (the
+  // kernel's RDMA R/W API registers an iWARP Read sink so, core/rw.c; siw
+  // checks only LOCAL_WRITE, a NIC may check both).
+  const int sink_access = IBV_ACCESS_LOCAL_WRITE | (rdma::is_iwarp(id->verbs) ? IBV_ACCESS_REMOTE_WRITE : 0);
   const rdma::registered_buffer source(dev.pd.get(), opts.size + notice_size, 0, "payload");
-  const rdma::registered_buffer copy(dev.pd.get(), opts.size, IBV_ACCESS_LOCAL_WRITE, "read-back copy");
+  const rdma::registered_buffer copy(dev.pd.get(), opts.size, sink_access, "read-back copy");
   const std::span<char> payload = source.bytes().first(opts.size);
   fill_payload(payload);
   // Owns the QP on the id (id->qp; rdma_destroy_qp on the way out).
@@ -123,7 +129,15 @@ int run_client(const options& opts, rdma_event_channel* channel) {
     wr.wr_id = 2;
     wr.sg_list = &read_sge;
     wr.opcode = IBV_WR_RDMA_READ;
-    if (say) std::printf("RDMA Read: %u bytes back from 0x%llx\n", opts.size, static_cast<unsigned long long>(peer.addr));
+    if (say) {
+      std::printf("RDMA Read: %u bytes back from 0x%llx", opts.size, static_cast<unsigned long long>(peer.addr));
+      // On iWARP the Read Request names our copy, and the response is
+      // written into it by that key.
+      if (sink_access & IBV_ACCESS_REMOTE_WRITE) {
+        std::printf(" into our copy at 0x%llx, key 0x%x", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(copy.data())), copy.rkey());
+      }
+      std::printf("\n");
+    }
     post_and_wait(dev, id->qp, wr, opts.peer.wait_ms, "the RDMA Read", say);
     if (say) std::fflush(stdout);  // a long run (--iters) shows its first round at once
     if (std::memcmp(copy.data(), payload.data(), opts.size) != 0) {

@@ -21,6 +21,7 @@
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/qp.hpp"
 #include "rdma_tutorial/limits.hpp"
+#include "rdma_tutorial/transport.hpp"
 #include "stage.hpp"
 
 namespace stage07 {
@@ -63,8 +64,18 @@ std::string describe_qp(ibv_qp* qp) {
                                   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC,
                               &init),
                  "ibv_query_qp");
-  const double timeout_ms = 4.096e-3 * static_cast<double>(1ULL << attr.timeout);
   char text[200];
+  if (rdma::is_iwarp(qp->context)) {
+    // iWARP's QP keeps no ACK timeout or retry counts: its TCP connection
+    // retransmits. What siw's ibv_query_qp reports differs by kernel (the
+    // chapter, "On iWARP"), so this line says what it reports, no more.
+    std::snprintf(text, sizeof text,
+                  "QP 0x%x as rdma_cm left it: %s, max_rd_atomic %u, max_dest_rd_atomic %u (ibv_query_qp; on iWARP "
+                  "TCP does the retrying)",
+                  qp->qp_num, rdma::qp_state_name(attr.qp_state).c_str(), attr.max_rd_atomic, attr.max_dest_rd_atomic);
+    return text;
+  }
+  const double timeout_ms = 4.096e-3 * static_cast<double>(1ULL << attr.timeout);
   std::snprintf(text, sizeof text,
                 "QP 0x%x as rdma_cm left it: %s, timeout %u (%.0f ms), retry_cnt %u, rnr_retry %u, max_rd_atomic %u, "
                 "max_dest_rd_atomic %u",

@@ -306,3 +306,109 @@ TEST_CASE("across two hosts, an address nobody owns on the wire should end in AD
   CHECK(seconds < hang_bound_s());
   MESSAGE("ADDR_ERROR on the wire after " << seconds << " s");
 }
+
+// On iWARP (the siw suite, scripts/rxe_vm.sh --provider siw): the same
+// program, the same events, over a TCP connection (docs/07-cm-events.md,
+// "On iWARP"). What differs is checked, not assumed.
+
+TEST_CASE("on iWARP, a connection made by rdma_cm should carry the private data as sent and read back into a REMOTE_WRITE copy") {
+  const std::string ip = rdma_cm_address();
+  const auto r = run_pair(server_command(), client_command({"--size", "3000"}, ip), 60s);
+  INFO(both(r));
+  REQUIRE(r.server.exit_code == 0);
+  REQUIRE(r.client.exit_code == 0);
+  CHECK(r.server.err.empty());
+  CHECK(r.client.err.empty());
+  const std::string s = quoted(ip);
+  const std::string port = first_match(r.client.out, "^ESTABLISHED: siw\\d+ port 1, " + s + ":(\\d+) -> " + s + ":18515;");
+  // MPA carries the private data's length: 8 bytes arrive, not the IB CM's 56.
+  CHECK(has_line(r.server.out, "^CONNECT_REQUEST: siw\\d+ port 1, " + s + ":18515 -> " + s + ":" + port +
+                                   "; it reads 1 at once, 8 bytes of private data$"));
+  const std::string rkey = first_match(r.server.out, "^rdma_accept: region \\d+ bytes at 0x[0-9a-f]+, rkey (0x[0-9a-f]+)");
+  CHECK(has_line(r.client.out, "^ESTABLISHED: .*; the server's region: 4096 bytes at 0x[0-9a-f]+, rkey " + rkey + "$"));
+  // No timeout or retry counts on an iWARP QP; the state as siw reports it
+  // (RESET on Linux 6.1, which fills none; RTS on 6.12).
+  for (const std::string& out : {r.client.out, r.server.out}) {
+    CHECK(has_line(out, "^QP 0x[0-9a-f]+ as rdma_cm left it: (RESET|RTS), max_rd_atomic [01], max_dest_rd_atomic [01] "
+                        "\\(ibv_query_qp; on iWARP TCP does the retrying\\)$"));
+  }
+  // The Read's sink is named to the server by its key.
+  CHECK(has_line(r.client.out, "^RDMA Read: 3000 bytes back from 0x[0-9a-f]+ into our copy at 0x[0-9a-f]+, key 0x[0-9a-f]+$"));
+  CHECK(has_line(r.client.out, "^read back 3000 bytes 1 time\\(s\\), each the same as written: \"hello over rdma_cm\""));
+  CHECK(has_line(r.server.out, "^the client wrote 3000 bytes: \"hello over rdma_cm\", fnv1a 0x[0-9a-f]{8} \\(as in its notice\\)$"));
+  CHECK(has_line(r.client.out, "^DISCONNECTED$"));
+  CHECK(has_line(r.server.out, "^DISCONNECTED: releasing the region$"));
+}
+
+TEST_CASE("on iWARP, a client with nobody listening should retry on each refused TCP connection until --wait-ms, then say so") {
+  const std::string ip = rdma_cm_address();
+  const auto [r, seconds] = run_timed(client_command({"--wait-ms", "1500"}, ip));
+  INFO(rdma::testing::describe(r));
+  CHECK(r.exit_code == 1);
+  // siw makes the TCP connection inside rdma_connect: the refusal is the call's errno.
+  CHECK(has_line(r.err, "^cm_events: rdma_connect\\(" + quoted(ip) + ":18515\\) failed \\(ECONNREFUSED\\): "));
+  CHECK(has_line(r.err, "likely fix: nobody listens on that address and port: start the server first, or check -p$"));
+  CHECK(seconds >= 1.3);
+}
+
+TEST_CASE("on iWARP, a rejection should arrive as an MPA reject with the server's reason, and the next client be served") {
+  const std::string ip = rdma_cm_address();
+  auto server = rdma::testing::start(server_command({"--size", "100"}));
+  REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
+  const auto greedy = rdma::testing::run(client_command({"--size", "4096"}, ip), 60s);
+  INFO(rdma::testing::describe(greedy));
+  CHECK(greedy.exit_code == 1);
+  CHECK(has_line(greedy.err, "^cm_events: rdma_connect\\(" + quoted(ip) +
+                                 ":18515\\): RDMA_CM_EVENT_REJECTED \\(the server's own reason \\(iWARP: an MPA reject, "
+                                 "status -104, ECONNRESET\\)\\): the peer rejected the connection: \"asks for 4096 "
+                                 "bytes; the region holds 100\"$"));
+  const auto modest = rdma::testing::run(client_command({"--size", "64"}, ip), 60s);
+  INFO(rdma::testing::describe(modest));
+  CHECK(modest.exit_code == 0);
+  const auto s = server->wait(rdma::testing::scaled(30s));
+  INFO(rdma::testing::describe(s));
+  CHECK(s.exit_code == 0);
+  CHECK(has_line(s.out, "^rejected: asks for 4096 bytes; the region holds 100$"));
+}
+
+TEST_CASE("on iWARP, a connect to a silent address should end at --wait-ms, though siw's rdma_connect blocks in TCP's connect") {
+  // dummy0's subnet: nothing answers the SYN; TCP alone would give up after about 130 s.
+  const auto [silent, silent_s] = run_timed(client_command({"--wait-ms", "3000"}, "192.0.2.99"));
+  INFO(rdma::testing::describe(silent));
+  CHECK(silent.exit_code == 1);
+  CHECK(has_line(silent.out, "^ROUTE_RESOLVED$"));
+  CHECK(has_line(silent.err, "^cm_events: no answer to rdma_connect\\(192\\.0\\.2\\.99:18515\\) within --wait-ms 3000 "
+                             "\\(the call itself was still connecting\\)$"));
+  CHECK(silent_s < hang_bound_s());
+  MESSAGE("a silent address on iWARP ended after " << silent_s << " s");
+}
+
+TEST_CASE("on iWARP, a server granting no responder resources should still serve the Read: siw raises it to the client's ask") {
+  const std::string ip = rdma_cm_address();
+  const auto r = run_pair_once_listening(server_command({"--responder-resources", "0"}), client_command({}, ip), 60s,
+                                         "(rdma_listen)");
+  INFO(both(r));
+  CHECK(has_line(r.server.out, "^rdma_accept: region .*; responder_resources 0$"));
+  CHECK(r.client.exit_code == 0);
+  CHECK(has_line(r.client.out, "^  completion: wr_id 2: IBV_WC_RDMA_READ$"));
+  CHECK(r.server.exit_code == 0);
+}
+
+TEST_CASE("on iWARP, a server killed mid-stream should be found by the client within seconds: its kernel closes the TCP connection") {
+  const std::string ip = rdma_cm_address();
+  auto server = rdma::testing::start(server_command());
+  REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
+  auto client = rdma::testing::start(client_command({"--iters", "100000000", "--wait-ms", "30000"}, ip));
+  REQUIRE(client->wait_for_output("RDMA Read:", rdma::testing::scaled(30s)));
+  REQUIRE(::kill(-server->pid(), SIGKILL) == 0);
+  const auto killed = std::chrono::steady_clock::now();
+  const auto c = client->wait(rdma::testing::scaled(60s));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  INFO(rdma::testing::describe(c));
+  CHECK(c.exit_code == 1);
+  // No retries to run out: the work request in flight comes back flushed.
+  CHECK(has_line(c.err, "^cm_events: the RDMA (?:Write|Read) failed \\d+ ms after it was posted: wr_id \\d: "
+                        "IBV_WC_WR_FLUSH_ERR \\(5, "));
+  CHECK(seconds < 10);
+  MESSAGE("the killed server's end found " << seconds << " s after the kill");
+}

@@ -55,12 +55,15 @@ constexpr meaning error_events[] = {
 
 }  // namespace
 
-// The IB CM's reject reasons a reader meets here (IBTA 12.6.7.2).
+// The IB CM's reject reasons a reader meets here (IBTA 12.6.7.2), and
+// iWARP's errnos in their place (cm_events.hpp).
 std::string reject_reason(int status) {
   switch (status) {
     case reject_no_listener: return "nobody listens on that address and port (reason 8, invalid service ID)";
     case reject_by_consumer: return "the server's own reason (reason 28, consumer reject)";
-    default: return "reason " + std::to_string(status);
+    case -ECONNREFUSED: return "nobody listens on that address and port (iWARP: TCP refused, status -111, ECONNREFUSED)";
+    case -ECONNRESET: return "the server's own reason (iWARP: an MPA reject, status -104, ECONNRESET)";
+    default: return status < 0 ? "status " + std::to_string(status) + ", " + errno_name(-status) : "reason " + std::to_string(status);
   }
 }
 
@@ -79,9 +82,9 @@ tutorial_error explain(const cm_event& ev, std::string_view wanted, std::string_
     std::string message = std::string(step) + ": " + got + ": " + m.what;
     std::string fix = m.fix;
     if (ev.type == RDMA_CM_EVENT_REJECTED) {
-      if (ev.status == reject_no_listener) {
+      if (nobody_listens(ev.status)) {
         fix = "start the server first, or check -p";
-      } else if (ev.status == reject_by_consumer) {
+      } else if (rejected_by_server(ev.status)) {
         message += ": \"" + reject_text(ev.private_data) + "\"";
       }
     }

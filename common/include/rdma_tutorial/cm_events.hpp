@@ -66,6 +66,13 @@ std::string reject_reason(int status);
 // the server's own rdma_reject.
 inline constexpr int reject_no_listener = 8;   // invalid service ID
 inline constexpr int reject_by_consumer = 28;  // consumer reject
+// iWARP has no CM of its own to give reasons: there a REJECTED event's
+// status is a negative errno (the kernel's cma.c, cma_iw_handler):
+// -ECONNREFUSED when the TCP connection was refused (nobody listens),
+// -ECONNRESET for the peer's MPA reject, its rdma_reject, whose private
+// data arrives as on InfiniBand (siw_cm.c, Linux 6.1 and 6.12).
+inline bool nobody_listens(int status) { return status == reject_no_listener || status == -ECONNREFUSED; }
+inline bool rejected_by_server(int status) { return status == reject_by_consumer || status == -ECONNRESET; }
 
 // rdma_reject's private data (the REJ message): why, as printable text
 // (the REJ has room for 148 bytes; we send at most this many).
@@ -100,10 +107,13 @@ struct connect_target {
 };
 // rdma_connect on `id` (resolved, its QP made), within wait_ms: returns the
 // ESTABLISHED event (the server's private data copied out). A server started
-// beside us may not listen yet (REJECTED, reason 8): a rejected id cannot
-// connect again, so a new one is resolved, move_qp(new id) destroys the old
-// QP and creates one there, the old id is destroyed, and the connect is
-// tried again, until wait_ms. Any other answer is thrown as explain() says.
+// beside us may not listen yet (REJECTED, reason 8; on iWARP the TCP
+// connection refused, which siw reports as rdma_connect failing with
+// ECONNREFUSED): a rejected id cannot connect again, so a new one is
+// resolved, move_qp(new id) destroys the old QP and creates one there, the
+// old id is destroyed, and the connect is tried again, until wait_ms. Any
+// other answer is thrown as explain() says. Where rdma_connect itself
+// blocks (siw's TCP connect), wait_ms bounds the call too.
 // (src/cm_connect.cpp, so that an exercise replacing cm_events.cpp keeps it.)
 cm_event connect(rdma_event_channel* channel, cm_id_ptr& id, const connect_target& to, const rdma_conn_param& param,
                  int wait_ms, const std::function<void(rdma_cm_id* next)>& move_qp);

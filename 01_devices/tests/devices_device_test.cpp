@@ -65,6 +65,10 @@ TEST_CASE("devices should print the limits ibv_query_device reports") {
     ibv_device_attr attr{};
     rdma::check_rc(ibv_query_device(ctx.get(), &attr), "ibv_query_device");
     const std::string section = section_of(r.out, ibv_get_device_name(dev));
+    // The transport comes from the device itself: InfiniBand (0) for RoCE too, iWARP (1).
+    const int transport = ctx->device->transport_type;
+    CHECK(has_line(section, std::string("^  transport +") + (transport == IBV_TRANSPORT_IWARP ? "iWARP" : "InfiniBand") +
+                                " \\(" + std::to_string(transport) + "\\)$"));
     CHECK(has_line(section, "^  max_qp +" + std::to_string(attr.max_qp) + "$"));
     CHECK(has_line(section, "^  max_qp_wr +" + std::to_string(attr.max_qp_wr) + "$"));
     CHECK(has_line(section, "^  max_cqe +" + std::to_string(attr.max_cqe) + "$"));
@@ -145,4 +149,25 @@ TEST_CASE("-g naming no filled entry should be an error after the table, as in e
   CHECK(r.exit_code == 1);
   CHECK(has_line(r.out, R"(^    GID table \(\d+ of \d+ entries filled\)$)"));
   CHECK(has_line(r.err, "^devices: GID index 7 is empty or past the table of port 1$"));
+}
+
+// On iWARP (the siw suite, scripts/rxe_vm.sh --provider siw): the device
+// described as what it is, and no advice about GIDs that do not apply.
+TEST_CASE("on iWARP, devices should name the transport, mark its GID entries iWARP, and say no entry is used") {
+  const auto r = run({devices()}, 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  int iwarp = 0;
+  for (const auto& dev : fs::directory_iterator("/sys/class/infiniband")) {
+    if (read_line(dev.path() / "node_type").find("RNIC") == std::string::npos) continue;
+    ++iwarp;
+    const std::string section = section_of(r.out, dev.path().filename());
+    CHECK(has_line(section, R"(^  transport +iWARP \(1\)$)"));
+    CHECK(has_line(section, R"(^      \[0\] iWARP +\S+ +[0-9a-f:]+$)"));
+    CHECK(has_line(section, "^    iWARP: no entry is used; a peer is reached by its IP address and a TCP port, through "
+                            "rdma_cm \\(stage 07\\)$"));
+    CHECK_FALSE(has_line(section, "IP address, or choose an entry"));
+    CHECK_FALSE(has_line(section, "<- default$"));
+  }
+  REQUIRE_MESSAGE(iwarp > 0, "no iWARP device here: the siw suite runs in scripts/rxe_vm.sh --provider siw");
 }

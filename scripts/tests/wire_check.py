@@ -55,16 +55,21 @@ class Checks:
         return ok
 
 
-def decoded(capture, out_path, lossy=False):
+def decoded(capture, out_path, lossy=False, iwarp=False):
     """What the programs printed, and the capture's packets, listed as run.sh lists them."""
     import wire
     with open(out_path, encoding="utf-8", errors="replace") as f:
         out = f.read()
     print(out, end="")
-    packets = wire.decode(capture) if os.path.exists(capture) else []
-    for text in wire.listing(packets, lossy):
+    if iwarp:
+        packets = wire.decode_iwarp(capture) if os.path.exists(capture) else []
+        lines = [wire.iwarp_line(p) for p in packets]
+    else:
+        packets = wire.decode(capture) if os.path.exists(capture) else []
+        lines = wire.listing(packets, lossy)
+    for text in lines:
         print("  " + text)
-    return out, packets
+    return out, packets, lines
 
 
 def field(pattern, text, what, base=16):
@@ -333,6 +338,65 @@ def stage_09(out, packets, c):
              f"the client's writes carry the memory window's rkey 0x{rkey:x}, not a region's")
 
 
+def stage_07_iwarp(out, packets, c):
+    """07 over Soft-iWARP (docs/07-cm-events.md, "On iWARP"): the TCP connection, refused while nobody listened;
+    MPA's Request and Reply with the IRD and ORD and the private data; the Write as tagged DDP segments under
+    the server's rkey; the Read Request naming both buffers; the Read Response tagged into the client's copy;
+    the notice as an untagged Send; the FINs."""
+    size = field(r"^\[client\] RDMA Write: (\d+) bytes to", out, "write size", 10)
+    va = field(r"^\[client\] ESTABLISHED: .*region: \d+ bytes at 0x([0-9a-f]+)", out, "region address")
+    rkey = field(r"^\[client\] ESTABLISHED: .*rkey 0x([0-9a-f]+)", out, "rkey")
+    sink = field(r"^\[client\] RDMA Read: .* into our copy at 0x([0-9a-f]+)", out, "the client's copy")
+    sink_key = field(r"^\[client\] RDMA Read: .* into our copy at 0x[0-9a-f]+, key 0x([0-9a-f]+)", out, "its key")
+    setup = [(p["dir"], p["opcode"]) for p in packets if p["opcode"].startswith(("TCP", "MPA"))]
+    refused = 0
+    while setup[2 * refused:2 * refused + 2] == [("c>s", "TCP SYN"), ("s>c", "TCP RST ACK")]:
+        refused += 1
+    want = [("c>s", "TCP SYN"), ("s>c", "TCP SYN ACK"), ("c>s", "MPA Request"), ("s>c", "MPA Reply")]
+    c.expect(setup[2 * refused:2 * refused + 4] == want,
+             f"a SYN refused by a RST for each try before the server listened ({refused}), then SYN, SYN ACK, "
+             f"MPA Request, MPA Reply (seen: {', '.join(d + ' ' + o for d, o in setup)})")
+    fins = [d for d, o in setup if o == "TCP FIN"]
+    c.expect(sorted(fins) == ["c>s", "s>c"], f"each side closes the connection once, FIN (seen {len(fins)})")
+    mpa = {p["opcode"]: p["mpa"] for p in packets if "mpa" in p}
+    req, rep = mpa.get("MPA Request", {}), mpa.get("MPA Reply", {})
+    c.expect(req.get("rev") == 2 and req.get("ird") == 0 and req.get("ord") == 1 and rep.get("ird") == 1 and
+             rep.get("ord") == 0 and not rep.get("rejected"),
+             "MPA revision 2 carries the Reads: the client's request ORD 1 (it reads one at a time), IRD 0; the "
+             "server's reply IRD 1 (it answers one), ORD 0")
+    c.expect(req.get("private_data", "")[:8] == b"cm07".hex() and int(req.get("private_data", "0" * 16)[8:16], 16) == size,
+             f"the request's private data is the hello, exactly as sent: \"cm07\", size {size}")
+    c.expect(rep.get("private_data", "")[:16] == b"cm07".hex() + f"{rkey:08x}",
+             f"the reply's private data is the region: \"cm07\", rkey 0x{rkey:x}, ...")
+    data = [p for p in packets if "tagged" in p]
+    writes = [p for p in data if p["dir"] == "c>s" and p["opcode"] == "RDMA Write"]
+    c.expect(bool(writes) and all(p["tagged"] and p["stag"] == rkey for p in writes) and
+             [p["to"] for p in writes] == [va + sum(q["payload"] for q in writes[:i]) for i in range(len(writes))] and
+             sum(p["payload"] for p in writes) == size and [p["last"] for p in writes] == [False] * (len(writes) - 1) + [True],
+             f"the Write: tagged DDP segments under the server's rkey 0x{rkey:x}, offsets from 0x{va:x} one after "
+             f"another, {size} bytes, the Last flag on the last ({len(writes)} segments)")
+    reads = [p for p in data if p["opcode"] == "RDMA Read Request"]
+    r = reads[0].get("read", {}) if reads else {}
+    c.expect(len(reads) == 1 and reads[0]["dir"] == "c>s" and not reads[0]["tagged"] and reads[0]["qn"] == 1 and
+             (r.get("source_stag"), r.get("source_to"), r.get("size"), r.get("sink_stag"), r.get("sink_to")) ==
+             (rkey, va, size, sink_key, sink),
+             f"one Read Request, untagged on queue 1: {size} bytes from the region (0x{rkey:x} at 0x{va:x}) into the "
+             f"client's copy (0x{sink_key:x} at 0x{sink:x})")
+    responses = [p for p in data if p["opcode"] == "RDMA Read Response"]
+    c.expect(bool(responses) and all(p["dir"] == "s>c" and p["tagged"] and p["stag"] == sink_key for p in responses) and
+             [p["to"] for p in responses] == [sink + sum(q["payload"] for q in responses[:i]) for i in range(len(responses))] and
+             sum(p["payload"] for p in responses) == size and responses[-1]["last"],
+             f"the Read Response: tagged DDP segments under the client's copy's key 0x{sink_key:x}, {size} bytes, "
+             f"written by the server's device")
+    sends = [p for p in data if p["opcode"] == "Send"]
+    c.expect(len(sends) == 1 and sends[0]["dir"] == "c>s" and not sends[0]["tagged"] and sends[0]["qn"] == 0 and
+             sends[0]["msn"] == 1 and sends[0]["payload"] == 8 and sends[0]["last"],
+             "the notice: one untagged Send of 8 bytes, queue 0, message 1")
+    order = [p["opcode"] for p in data if p["dir"] == "c>s"]
+    c.expect(order == ["RDMA Write"] * len(writes) + ["RDMA Read Request", "Send"],
+             "the client's messages in order: the Write, the Read Request, the Send")
+
+
 def exercise_no_remote_write(out, packets, c):
     mtu, dqpn, psn = tcp_endpoints(out)
     length = field(r"^\[client\] RDMA Write: (\d+) bytes", out, "write length", 10)
@@ -403,8 +467,8 @@ def exercise_window_without_remote_write(out, packets, c):
 # "$ NN_stage/run.sh --pair --capture FILE ARGS...", then what the run printed
 # and its packets, as run.sh lists them ("..." for lines left out). An
 # <!-- exit: N --> line before it gives the run's status (default 0).
-BLOCK = re.compile(r"(?:<!-- exit: (\d+) -->\n)?```text\n\$ (\d\d_\w+)/run\.sh --pair --capture \S+((?: \S+)*)\n(.*?)```",
-                   re.S)
+BLOCK = re.compile(r"(?:<!-- exit: (\d+) -->\n)?```text\n\$ (\d\d_\w+)/run\.sh --pair(?: --provider (\w+))? --capture \S+"
+                   r"((?: \S+)*)\n(.*?)```", re.S)
 # A packet's line, or the line wire.py puts where a PSN never came ("(not on this wire)").
 PACKET = re.compile(r"^\s*(?:\d+\.\d{6} )?(c>s|s>c) (\S+)")
 LABEL = re.compile(r"^\[([^\]]+)\] ")
@@ -418,8 +482,9 @@ def chapter_runs(root):
             continue
         text = open(os.path.join(root, "docs", name), encoding="utf-8").read()
         for m in BLOCK.finditer(text):
-            runs.append({"stage": m.group(2), "args": m.group(3).split(), "exit": int(m.group(1) or 0),
-                         "expected": m.group(4).rstrip("\n").split("\n"), "where": f"docs/{name}:{text.count(chr(10), 0, m.start()) + 1}"})
+            runs.append({"stage": m.group(2), "provider": m.group(3) or "rxe", "args": m.group(4).split(),
+                         "exit": int(m.group(1) or 0), "expected": m.group(5).rstrip("\n").split("\n"),
+                         "where": f"docs/{name}:{text.count(chr(10), 0, m.start()) + 1}"})
     return runs
 
 
@@ -440,7 +505,9 @@ def stream(line):
     and the ACKs going the same way)."""
     m = PACKET.match(line)
     if m:
-        kind = "cm" if " CM " in line else ("ack" if m.group(2) == "Acknowledge" else "request")
+        # iWARP's connection set-up (TCP's SYNs and FINs, MPA) reads as rdma_cm's MADs do on RoCE.
+        kind = "cm" if " CM " in line or m.group(2) in ("TCP", "MPA") else (
+            "ack" if m.group(2) == "Acknowledge" else "request")
         return f"{m.group(1)} {kind}"
     m = LABEL.match(line)
     if m:
@@ -482,16 +549,24 @@ def matches(expected, actual, optional):
 # major.minor: (pattern, replacement) on a block's lines. Each is a
 # difference a chapter names and shows, measured in the guest.
 KERNEL_READS = {
-    # rdma_cm's default ACK timeout, CMA_IBOE_PACKET_LIFETIME + 1 (cma.c):
-    # 19 on 6.1, 17 on 6.12 (docs/07-cm-events.md).
-    "6.12": [(r"as rdma_cm left it: RTS, timeout 19 \(2147 ms\)", "as rdma_cm left it: RTS, timeout 17 (537 ms)")],
+    "rxe": {
+        # rdma_cm's default ACK timeout, CMA_IBOE_PACKET_LIFETIME + 1 (cma.c):
+        # 19 on 6.1, 17 on 6.12 (docs/07-cm-events.md).
+        "6.12": [(r"as rdma_cm left it: RTS, timeout 19 \(2147 ms\)", "as rdma_cm left it: RTS, timeout 17 (537 ms)")],
+    },
+    "siw": {
+        # siw's ibv_query_qp fills no state on 6.1 (the zeroed RESET) and the
+        # QP's on 6.12 (siw_verbs.c, siw_query_qp; docs/07-cm-events.md, "On iWARP").
+        "6.12": [(r"as rdma_cm left it: RESET,", "as rdma_cm left it: RTS,")],
+    },
 }
 
 
-def as_on(kernel, lines):
-    """A block's LINES as they read on KERNEL (a release, '6.12.118+deb12-amd64'; None: as written)."""
+def as_on(kernel, lines, provider="rxe"):
+    """A block's LINES as they read on KERNEL (a release, '6.12.118+deb12-amd64'; None: as written) with
+    PROVIDER's device."""
     minor = re.match(r"\d+\.\d+", kernel or "")
-    for pattern, replacement in KERNEL_READS.get(minor.group(0) if minor else "", []):
+    for pattern, replacement in KERNEL_READS.get(provider, {}).get(minor.group(0) if minor else "", []):
         lines = [re.sub(pattern, replacement, l) for l in lines]
     return lines
 
@@ -640,6 +715,7 @@ def check_gid_family(out, packets, c):
 # Each stage's main run and its check; an exercise's run (--exercise NAME) is checked by EXERCISES.
 STAGES = {"04_rdma_write": stage_04, "05_write_imm": stage_05, "06_srq_credits": stage_06, "07_cm_events": stage_07,
           "08_event_channel": stage_08, "09_mempool": stage_09}
+IWARP_STAGES = {"07_cm_events": stage_07_iwarp}
 EXERCISES = {"no_remote_write": exercise_no_remote_write, "flag_past_the_end": exercise_flag_past_the_end,
              "no_recv_posted": exercise_no_recv_posted, "no_responder_resources": exercise_no_responder_resources,
              "window_without_remote_write": exercise_window_without_remote_write}
@@ -659,13 +735,15 @@ def check_runs(c, runs, work):
         if not os.path.exists(base + ".out"):
             continue
         lossy = any(a in IMPAIRMENTS for a in r["args"])
-        out, packets = decoded(base + ".pcap", base + ".out", lossy)
-        import wire
-        check_listing(c, as_on(kernel, r["expected"]), out.rstrip("\n").split("\n") + wire.listing(packets, lossy),
-                      r["where"])
+        iwarp = r["provider"] == "siw"
+        out, packets, lines = decoded(base + ".pcap", base + ".out", lossy, iwarp)
+        check_listing(c, as_on(kernel, r["expected"], r["provider"]), out.rstrip("\n").split("\n") + lines, r["where"])
         if not ran:
             continue
-        if any(a in IMPAIRMENTS for a in r["args"]):
+        if iwarp:
+            if c.expect(r["stage"] in IWARP_STAGES, f"wire_check knows what {r['stage']}'s iWARP traffic should show"):
+                IWARP_STAGES[r["stage"]](out, packets, c)
+        elif any(a in IMPAIRMENTS for a in r["args"]):
             if c.expect(r["stage"] == "04_rdma_write", "wire_check knows what a lossy wire does to 04's packets"):
                 check_loss(r["args"], out, packets, c)
         elif "-g" in r["args"]:
@@ -749,14 +827,17 @@ def main(argv):
     os.makedirs(work, exist_ok=True)
     c = Checks()
     try:
-        # One pair of guests for every run: each boot costs half a minute under TCG.
-        script = f"uname -r > {work}/kernel; " + "; ".join(
-            f"{r['stage']}/run.sh --pair --capture {work}/{i}.pcap {' '.join(r['args'])} "
-            f"> {work}/{i}.out 2>&1; echo $? > {work}/{i}.status" for i, r in enumerate(runs))
-        print(f"$ scripts/rxe_vm.sh --pair --share {work} -- bash -c '{script}'")
-        booted = subprocess.run([os.path.join(root, "scripts", "rxe_vm.sh"), "--pair", "--timeout", "900", "--share", work,
-                                 "--", "bash", "-c", script], cwd=root, env=env)
-        c.expect(booted.returncode == 0, f"the pair should boot and run every run (rxe_vm.sh exit {booted.returncode})")
+        # One pair of guests for every run of a provider: each boot costs half a minute under TCG.
+        for provider in sorted({r["provider"] for r in runs}):
+            script = f"uname -r > {work}/kernel; " + "; ".join(
+                f"{r['stage']}/run.sh --pair --provider {provider} --capture {work}/{i}.pcap {' '.join(r['args'])} "
+                f"> {work}/{i}.out 2>&1; echo $? > {work}/{i}.status" for i, r in enumerate(runs)
+                if r["provider"] == provider)
+            print(f"$ scripts/rxe_vm.sh --pair --provider {provider} --share {work} -- bash -c '{script}'")
+            booted = subprocess.run([os.path.join(root, "scripts", "rxe_vm.sh"), "--pair", "--provider", provider,
+                                     "--timeout", "900", "--share", work, "--", "bash", "-c", script], cwd=root, env=env)
+            c.expect(booted.returncode == 0,
+                     f"the {provider} pair should boot and run every run (rxe_vm.sh exit {booted.returncode})")
         check_runs(c, runs, work)
     finally:
         import shutil

@@ -118,7 +118,25 @@ if [[ $second_kernel == 1 ]] && ! dpkg-query -W -f='${Status}\n' 'linux-image-6.
   want_612=1
 fi
 
-if [[ ${#missing[@]} -eq 0 && $want_612 == 0 ]]; then
+# Soft-iWARP for the guests (scripts/siw_module.sh, rxe_vm.sh --provider
+# siw): Debian builds no siw, but its source is in linux-source-6.1 and
+# linux-source-6.12 (about 140 and 150 MB), and each guest kernel's
+# linux-headers package builds it out of tree. Debian 12 only; every
+# installed guest kernel, once the kernels themselves are in.
+siw_packages() {
+  local k series
+  [[ $second_kernel == 1 ]] || return 0
+  # shellcheck source=lib.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+  for k in $(guest_kernels); do
+    series=$(sed -n 's/^\([0-9]*\.[0-9]*\)[.-].*/\1/p' <<<"$k")
+    for p in "linux-source-$series" "linux-headers-$k"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' ok installed' || echo "$p"
+    done
+  done | sort -u
+}
+
+if [[ ${#missing[@]} -eq 0 && $want_612 == 0 && -z "$(siw_packages)" ]]; then
   echo "install_deps: all packages present"
   exit 0
 fi
@@ -144,5 +162,12 @@ if [[ $want_612 == 1 ]]; then
     echo "install_deps: no linux-image-6.12.*+deb12-amd64-unsigned in the package lists; the tests on a second kernel will say so" >&2
   fi
 fi
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+[[ ${#missing[@]} -eq 0 ]] ||
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+# The kernels are in now: the source and headers that build siw for each.
+mapfile -t siw < <(siw_packages)
+if [[ ${#siw[@]} -gt 0 ]]; then
+  echo "install_deps: installing ${siw[*]} (Soft-iWARP for the guests, built by scripts/siw_module.sh)"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${siw[@]}"
+fi
 echo "install_deps: done"

@@ -74,6 +74,22 @@ second_guest_kernel() {
   return 0
 }
 
+# The guest kernels Soft-iWARP can be had for (scripts/siw_module.sh
+# --check: Debian's linux-source and the kernel's headers installed).
+siw_kernels() {
+  local k
+  for k in $(guest_kernels); do
+    "$(repo_root)/scripts/siw_module.sh" --check "$k" >/dev/null && echo "$k"
+  done
+  return 0
+}
+
+# True where scripts/install_deps.sh installs what siw needs (Debian 12):
+# there a guest kernel without siw is a failure, elsewhere a skip.
+siw_expected() {
+  [[ -r /etc/os-release ]] && [[ "$(. /etc/os-release && echo "${ID:-}:${VERSION_ID:-}")" == debian:12 ]]
+}
+
 # Configure (once, with -Werror as CI builds) and build.
 build_tree() {
   local build="$1"

@@ -17,6 +17,11 @@
 #       suites only (unit, nodevice, its standalone build, then rxe,
 #       exercise, sanitize, valgrind, inject, faults and its chapter in one
 #       guest, and its pair cases): minutes, not the whole run
+# The siw suite and the chapters' Soft-iWARP blocks (<!-- provider: siw -->)
+# run in a Soft-iWARP guest on each guest kernel (scripts/rxe_vm.sh
+# --provider siw), after the second kernel's guest; siw.ko is built for
+# each kernel first (scripts/siw_module.sh, beside the programs built on
+# demand; cached).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
@@ -54,10 +59,31 @@ check() {  # check WHAT STATUS
   else own_failed=$((own_failed + 1)); own_failures+=("$1"); echo "FAILED: $1"; fi
 }
 
+# Soft-iWARP for each guest kernel, built once and cached (scripts/siw_module.sh:
+# about 15 s to unpack and 40 s to build each, on one core), beside the
+# programs built on demand, which take both cores: measured, the two together
+# took the on-demand build's own time plus about a minute.
+siw_log="$build/meson-logs/siw-build.txt"
+siw_pid="" siw_for=()
+if ! have_active_port && guest_available; then
+  mapfile -t siw_for < <(guest_kernels)
+  ( for k in "${siw_for[@]}"; do
+      if ! scripts/siw_module.sh --check "$k"; then siw_expected && exit 1; continue; fi
+      scripts/siw_module.sh "$k" || exit 1
+    done ) >"$siw_log" 2>&1 &
+  siw_pid=$!
+fi
+
 echo "== programs built on demand: ninja exercises sanitize"
 on_demand_log="$build/meson-logs/on-demand.txt"
 ninja -C "$build" -k 0 exercises sanitize >"$on_demand_log" 2>&1
 check "every exercise, its wrong fix and each sanitizer twin should build" $?
+if [[ -n $siw_pid ]]; then
+  wait "$siw_pid"
+  siw_status=$?
+  [[ $siw_status -eq 0 ]] || cat "$siw_log"
+  check "siw.ko (Soft-iWARP) should build for every guest kernel (scripts/siw_module.sh)" "$siw_status"
+fi
 # A learner's warning is only reported (werror is off for exercises), but the
 # shipped files must have none.
 warnings=$(grep -c 'warning:' "$on_demand_log")
@@ -66,7 +92,7 @@ check "the shipped exercises should compile without a warning ($warnings seen)" 
 
 logs="$build/meson-logs"
 rm -f "$logs"/host.json "$logs"/vm.json "$logs"/device.json "$logs"/docs.json "$logs"/pair.json "$logs"/beside.json \
-  "$logs"/beside_then.json "$logs"/build.json "$logs"/kernel2.json
+  "$logs"/beside_then.json "$logs"/build.json "$logs"/kernel2.json "$logs"/siw.json "$logs"/siw_kernel2.json
 
 # Count what meson recorded, per test, in each run named, plus this script's
 # checks; the last line is what CI reads. Each failure is named just above
@@ -135,6 +161,23 @@ run_kernel2() {
     meson test -C "$build" --no-rebuild --print-errorlogs --logbase kernel2 "$@"
 }
 
+# iWARP: the siw suite and the chapters' Soft-iWARP blocks, in a Soft-iWARP
+# guest on each kernel siw was built for (the default's log is siw, the
+# second's siw_kernel2). run_siw [--cpus N] MESON_TEST_ARGS...
+run_siw() {
+  local cpus=() k base
+  if [[ "${1:-}" == --cpus ]]; then cpus=(--cpus "$2"); shift 2; fi
+  for k in $(siw_kernels); do
+    base=siw
+    [[ "$k" == "$(default_guest_kernel)" ]] || base=siw_kernel2
+    runs+=("$base")
+    echo "== on Soft-iWARP (siw0), Linux $k: ${*}"
+    scripts/rxe_vm.sh --provider siw --kernel "$k" "${cpus[@]}" --timeout 1800 -- \
+      meson test -C "$build" --no-rebuild --print-errorlogs --logbase "$base" "$@"
+  done
+}
+siw_suites=(--suite siw --suite docs)
+
 if [[ -n "$stage" ]]; then
   echo "== $stage: host suites (unit, nodevice) and its standalone build"
   meson test -C "$build" --no-rebuild --print-errorlogs --logbase host --suite "$stage:unit" --suite "$stage:nodevice"
@@ -165,6 +208,9 @@ if [[ -n "$stage" ]]; then
   fi
   if ! have_active_port && guest_available && meson test -C "$build" --no-rebuild --list --suite "$stage:rxe" >/dev/null 2>&1; then
     run_kernel2 --suite "$stage:rxe"
+  fi
+  if ! have_active_port && guest_available && meson test -C "$build" --no-rebuild --list --suite "$stage:siw" >/dev/null 2>&1; then
+    run_siw --suite "$stage:siw" "$chapter should run as written"
   fi
   report "${runs[@]}"
   exit
@@ -209,10 +255,14 @@ if ! have_active_port && guest_available; then
       while [ ! -e "$go" ]; do sleep 1; done
       "$@" --logbase beside_then --suite rxe --suite docs' bash "$go" "${meson_test[@]}"
     run_kernel2 --cpus 1 "${kernel2_suites[@]}"
+    run_siw --cpus 1 "${siw_suites[@]}"
   } >"$logs/beside.out" 2>&1 &
   beside_pid=$!
   runs+=(beside beside_then)
   if [[ -n "$(second_guest_kernel)" ]]; then runs+=(kernel2); fi
+  for k in $(siw_kernels); do
+    if [[ "$k" == "$(default_guest_kernel)" ]]; then runs+=(siw); else runs+=(siw_kernel2); fi
+  done
 else
   device_suites+=(--suite rxe --suite inject --suite faults)
 fi
@@ -259,7 +309,10 @@ else
   meson test -C "$build" --no-rebuild --print-errorlogs --logbase pair --suite pair
 fi
 
-if [[ -z $beside_pid ]] && guest_available && ! have_active_port; then run_kernel2 "${kernel2_suites[@]}"; fi
+if [[ -z $beside_pid ]] && guest_available && ! have_active_port; then
+  run_kernel2 "${kernel2_suites[@]}"
+  run_siw "${siw_suites[@]}"
+fi
 
 if [[ -n $beside_pid ]]; then
   wait "$beside_pid"

@@ -61,11 +61,28 @@ TEST_CASE("a kernel marker should name the block's kernel, alone or above an exi
   CHECK(blocks[3].kernel.empty());
 }
 
+TEST_CASE("a provider marker should name the block's provider, stacked with kernel and exit markers in any order") {
+  const auto blocks = parse_chapter("<!-- provider: siw -->\n```console\n$ a\n```\n"
+                                    "<!-- kernel: 6.12 -->\n<!-- provider: siw -->\n<!-- exit: 1 -->\n```console\n$ b\n```\n"
+                                    "<!-- provider: siw -->\nProse between.\n```console\n$ c\n```\n"
+                                    "<!-- exit: 2 -->\n<!-- provider: siw -->\n```console\n$ d\n```\n");
+  REQUIRE(blocks.size() == 4);
+  CHECK(blocks[0].provider == "siw");
+  CHECK(blocks[0].kernel.empty());
+  CHECK(blocks[1].provider == "siw");
+  CHECK(blocks[1].kernel == "6.12");
+  CHECK(blocks[1].commands[0].expected_exit == 1);
+  CHECK(blocks[2].provider == "rxe");  // a marker above prose is that prose's, not the block's
+  CHECK(blocks[3].provider == "siw");
+  CHECK(blocks[3].commands[0].expected_exit == 2);
+}
+
 TEST_CASE("varying fields should be masked: GUIDs, link-local GIDs, hex values, timings") {
   CHECK(mask_variable_fields("  node_guid      f8a4:c8ff:feb8:ec52") == "  node_guid      <guid>");
   CHECK(mask_variable_fields("[0] RoCE v2 dummy0   fe80::f8a4:c8ff:feb8:ec52") == "[0] RoCE v2 dummy0   fe80::<id>");
   CHECK(mask_variable_fields("rkey 0x1a2b, took 12.5 us ") == "rkey <hex>, took <time>");
   CHECK(mask_variable_fields("::ffff:192.0.2.1") == "::ffff:192.0.2.1");
+  CHECK(mask_variable_fields("      [0] iWARP   -        fa36:6baa:c0c::") == "      [0] iWARP   -        <mac>::");
   CHECK(mask_variable_fields("client 127.0.0.1:45916: qp_num 0x12") == "client 127.0.0.1:<port>: qp_num <hex>");
 }
 

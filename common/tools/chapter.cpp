@@ -34,28 +34,32 @@ bool comment_value(const std::string& line, const std::string& key, std::string&
 std::vector<chapter_block> parse_chapter(std::string_view markdown) {
   const auto lines = split_lines(markdown);
   std::vector<chapter_block> blocks;
-  std::string previous;  // the last non-empty line before a block
-  std::string earlier;   // the one before it: a kernel comment above exit or norun
+  std::vector<std::string> comments;  // the "<!-- ... -->" lines right above, nearest last
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string line = rtrim(lines[i]);
     if (line != "```console") {
-      if (!line.empty()) {
-        earlier = previous;
-        previous = line;
+      if (line.starts_with("<!--") && line.ends_with("-->")) {
+        comments.push_back(line);
+      } else if (!line.empty()) {
+        comments.clear();
       }
       continue;
     }
     chapter_block block;
     block.line = static_cast<int>(i) + 1;
     std::string value;
-    if (comment_value(previous, "kernel", value) || comment_value(earlier, "kernel", value)) block.kernel = value;
     std::vector<int> exit_codes;  // one for the last command, or one per command
-    if (comment_value(previous, "norun", value)) {
-      block.run = false;
-      block.norun_reason = value;
-    } else if (comment_value(previous, "exit", value)) {
-      std::istringstream codes(value);
-      for (int code = 0; codes >> code;) exit_codes.push_back(code);
+    for (const std::string& comment : comments) {
+      if (comment_value(comment, "kernel", value)) block.kernel = value;
+      if (comment_value(comment, "provider", value)) block.provider = value;
+      if (comment_value(comment, "norun", value)) {
+        block.run = false;
+        block.norun_reason = value;
+      }
+      if (comment_value(comment, "exit", value)) {
+        std::istringstream codes(value);
+        for (int code = 0; codes >> code;) exit_codes.push_back(code);
+      }
     }
     for (++i; i < lines.size() && rtrim(lines[i]) != "```"; ++i) {
       std::string text = rtrim(lines[i]);
@@ -82,8 +86,7 @@ std::vector<chapter_block> parse_chapter(std::string_view markdown) {
       while (!cmd.expected.empty() && cmd.expected.back().empty()) cmd.expected.pop_back();
     }
     blocks.push_back(block);
-    previous.clear();
-    earlier.clear();
+    comments.clear();
   }
   return blocks;
 }
@@ -91,11 +94,14 @@ std::vector<chapter_block> parse_chapter(std::string_view markdown) {
 std::string mask_variable_fields(std::string_view line) {
   static const std::regex guid(R"([0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4})");
   static const std::regex link_local(R"(fe80::[0-9a-f:]+)");
+  // An iWARP GID: the netdev's MAC, then zeros ("fa36:6baa:c0c::").
+  static const std::regex mac_gid(R"(\b[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::(?=\s|$))");
   static const std::regex hex(R"(0x[0-9a-f]+)");
   static const std::regex timing(R"(\d+(\.\d+)? ?(ns|us|µs|ms|s)\b)");
   static const std::regex tcp_port(R"((\d+\.\d+\.\d+\.\d+):\d+\b)");
   std::string s(line);
   s = std::regex_replace(s, link_local, "fe80::<id>");
+  s = std::regex_replace(s, mac_gid, "<mac>::");
   s = std::regex_replace(s, guid, "<guid>");
   s = std::regex_replace(s, hex, "<hex>");
   s = std::regex_replace(s, timing, "<time>");

@@ -16,8 +16,8 @@
 //   compared when the block's other commands are done.
 // - A line "..." stands for any number of lines.
 // - Fields that differ between runs are masked on both sides before comparing:
-//   GUIDs, link-local GIDs, hex keys and addresses, timings, TCP ports
-//   after an IPv4 address.
+//   GUIDs, link-local GIDs, an iWARP GID (its MAC), hex keys and
+//   addresses, timings, TCP ports after an IPv4 address.
 // - An HTML comment right before the block changes how it is run:
 //     <!-- norun: why -->     the block is not run (say why)
 //     <!-- exit: N -->        the block's last command must exit N (default 0)
@@ -25,8 +25,13 @@
 //     <!-- sketch: why -->    a ```cpp block not quoted from the sources (checked by scripts/tests/chapter_quotes.py)
 //     <!-- kernel: 6.12 -->   the block runs only on that kernel (major.minor):
 //                             where Soft-RoCE's output differs between the
-//                             kernels tested, one block for each; it may sit
-//                             just above an exit or norun comment
+//                             kernels tested, one block for each
+//     <!-- provider: siw -->  the block runs only on that device's provider,
+//                             in the Soft-iWARP guest (scripts/rxe_vm.sh
+//                             --provider siw); a block without one runs on
+//                             Soft-RoCE, the guest's default
+//   These comments stack: kernel, provider, then exit or norun, each on its
+//   own line right above the block.
 #pragma once
 
 #include <string>
@@ -47,6 +52,7 @@ struct chapter_block {
   bool run = true;
   std::string norun_reason;
   std::string kernel;  // "6.1", "6.12": runs only there; "" on any
+  std::string provider = "rxe";  // the device's provider it runs on: "rxe" or "siw"
   std::vector<chapter_command> commands;
 };
 

@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
     // A block for one kernel (<!-- kernel: 6.12 -->) runs only there.
     const rdma::testing::kernel_version k = rdma::testing::running_kernel();
     const std::string this_kernel = std::to_string(k.major) + "." + std::to_string(k.minor);
+    // And one for one provider (<!-- provider: siw -->): the guest's device,
+    // rxe unless scripts/rxe_vm.sh --provider siw booted it.
+    const char* provider_env = std::getenv("RXE_VM_PROVIDER");
+    const std::string this_provider = provider_env != nullptr && *provider_env != '\0' ? provider_env : "rxe";
     int failures = 0;
     int ran = 0;
     // Compares one finished command with the chapter; counts a failure.
@@ -113,6 +117,11 @@ int main(int argc, char** argv) {
       if (!block.kernel.empty() && block.kernel != this_kernel) {
         std::cout << chapter.filename().string() << ":" << block.line << ": not run (Linux " << block.kernel << "'s output; this is "
                   << this_kernel << ")\n";
+        continue;
+      }
+      if (block.provider != this_provider) {
+        std::cout << chapter.filename().string() << ":" << block.line << ": not run (" << block.provider
+                  << "'s output; this device is " << this_provider << "'s)\n";
         continue;
       }
       // "$ server &": started in the background (a second terminal, for the

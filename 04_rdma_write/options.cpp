@@ -51,6 +51,10 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) {
                out.retry_cnt = static_cast<std::uint8_t>(rdma::parse_integer(v, "--retry-cnt", 0, 7));
              });
+  parser.add(0, "tos", "N",
+             "the IP header's type of service for our packets, 0-255: DSCP x 4 + ECN, the address vector's "
+             "traffic_class (default 0)",
+             [&](std::string_view v) { out.tos = static_cast<std::uint8_t>(rdma::parse_integer(v, "--tos", 0, 255)); });
   if (!parser.parse(argc, argv)) return false;
 
   parser.check_roles(out.peer, {"iters", "tx-depth", "cq-mod", "hostile", "ack-timeout", "retry-cnt"});

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     // (docs/10-lossy-wire.md); the server sends no request to wait on.
     if (opts.ack_timeout) dev.params.timeout = *opts.ack_timeout;
     if (opts.retry_cnt) dev.params.retry_cnt = *opts.retry_cnt;
+    dev.params.traffic_class = opts.tos;
     // What the QP and the region will ask for, against what the device takes.
     dev.limits.queue_depth(opts.tx_depth, "writes in flight", "--tx-depth");
     dev.limits.registration(opts.size, "bytes in the region", "--size");

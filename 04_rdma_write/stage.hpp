@@ -63,6 +63,7 @@ struct options {
   // on a wire that loses packets). Empty: common's qp_params defaults.
   std::optional<std::uint8_t> ack_timeout;  // 4.096 us x 2^N a try; 0 waits forever
   std::optional<std::uint8_t> retry_cnt;    // resends before IBV_WC_RETRY_EXC_ERR
+  std::uint8_t tos = 0;                     // each side's packets' IP type of service (traffic_class)
 };
 
 // Returns false after --help. Throws rdma::usage_error on a bad command line.

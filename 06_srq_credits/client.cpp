@@ -168,6 +168,15 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
                                "give both sides the same --size");
   }
   const std::uint32_t window = peer.length / opts.size;
+  // From the peer: checked before anything is sized by it (a window of a
+  // million slots would be a million work requests and a registration
+  // beyond what this device takes).
+  if (window > max_window) {
+    throw rdma::tutorial_error("the server granted a window of " + std::to_string(window) + " slots; a server of this "
+                                   "stage grants " + std::to_string(max_window) + " at most",
+                               "is the peer this stage's server?");
+  }
+  dev.limits.registration(std::uint64_t{window} * opts.size, "bytes of records the server's window asks us to hold");
   rdma::connect_to_peer(qp.get(), ours, peer, dev.params);
   std::printf("server %s: QP 0x%x <-> QP 0x%x, window %u slots of %u bytes (rnr_retry %u)\n", server.peer().c_str(),
               qp->qp_num, peer.qp_num, window, opts.size, dev.params.rnr_retry);

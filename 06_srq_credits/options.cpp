@@ -21,12 +21,13 @@ bool parse_options(int argc, const char* const* argv, options& out) {
                              "client, streaming records inside the window the server grants.");
   parser.add_device_options(out.device);
   parser.add_peer_options(out.peer);
+  parser.add_ack_timeout(out.ack_timeout);
   parser.add(0, "size", "BYTES", "bytes per record, the same on both sides (default 64, at least 16)",
              [&](std::string_view v) { out.size = number(v, "--size", min_record, 1 << 20); });
   parser.add(0, "clients", "N", "server: clients to serve, one QP each on the SRQ (default 4)",
              [&](std::string_view v) { out.clients = number(v, "--clients", 1, 64); });
   parser.add(0, "window", "N", "server: writes in flight per client, its credits (default 16)",
-             [&](std::string_view v) { out.window = number(v, "--window", 1, 1024); });
+             [&](std::string_view v) { out.window = number(v, "--window", 1, max_window); });
   parser.add(0, "srq-depth", "N", "server: Recvs in the SRQ (default 2 x (clients x window + repost batch))",
              [&](std::string_view v) { out.srq_depth = number(v, "--srq-depth", 1, 65536); });
   parser.add(0, "srq-limit", "N", "server: the SRQ limit, an event when fewer are posted; 0: not armed (default depth / 4)",

@@ -36,6 +36,12 @@ namespace stage06 {
 inline constexpr std::uint8_t imm_data = 0x01;  // index: the slot written, < the client's window
 inline constexpr std::uint8_t imm_end = 0x02;   // index: how many records came before, mod 2^24
 
+// The most slots a window has (the server's --window takes 1 to this): a
+// client sizes its source buffer and its list of work requests by the
+// window a server grants, and takes no more from a peer than a server of
+// this stage would give.
+inline constexpr std::uint32_t max_window = 1024;
+
 // The record and its checks (common/include/rdma_tutorial/record.hpp).
 inline constexpr std::uint32_t min_record = rdma::min_record;
 using rdma::check_record;

@@ -41,6 +41,7 @@ namespace stage06 {
 struct options {
   rdma::device_options device;
   rdma::peer_options peer;              // -s, --bind, -p, --wait-ms, --accept-ms
+  std::optional<std::uint8_t> ack_timeout;  // --ack-timeout; unset: rdma::default_ack_timeout
   std::uint32_t size = 64;              // bytes per record, the same on both sides
   // server
   std::uint32_t clients = 4;

@@ -34,6 +34,15 @@ void post_and_wait(const on_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_m
   try {
     wc = rdma::poll_one(dev.cq.get(), wait_ms, what);
   } catch (const rdma::tutorial_error& e) {
+    // On iWARP no ACK timeout ends a wait: TCP retransmits (net.ipv4.
+    // tcp_retries2, about 15 minutes by default), and Soft-iWARP now and
+    // then never completes a request that was in flight when the
+    // connection closed (docs/07-cm-events.md, "On iWARP").
+    if (rdma::is_iwarp(qp->context)) {
+      throw rdma::tutorial_error(e.what(), "on iWARP only TCP gives up on a peer, after minutes, and a request in "
+                                           "flight when the connection closed may never complete: the peer's output "
+                                           "says whether it left");
+    }
     if (wr.opcode != IBV_WR_RDMA_READ) throw;
     // A Read waits at our end for a free read slot: max_rd_atomic 0 (the
     // server granted no responder_resources) means it never leaves.
@@ -56,11 +65,11 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   const std::string to = opts.peer.server + ":" + std::to_string(opts.peer.port);
   // A new id, its address and route resolved: the device and port that
   // reach the server, and the path to it (common/src/cm_events.cpp).
-  rdma::cm_id_ptr id = rdma::cm::resolve(channel, server, to, opts.resolve_ms, opts.ack_timeout);
+  rdma::cm_id_ptr id = rdma::cm::resolve(channel, server, to, opts.resolve_ms, opts.ack_timeout, opts.tos);
   std::printf("ADDR_RESOLVED: %s\nROUTE_RESOLVED\n", describe_id(id.get()).c_str());
 
   // Everything on the device rdma_cm chose for the address.
-  const on_device dev = open_on(id.get(), 4);
+  const on_device dev = open_on(id.get(), 4, opts);
   // What we write from (the payload, then the notice), and where the RDMA
   // Read puts the copy: the device writes there, so LOCAL_WRITE. On RoCE
   // nothing of ours is open to the server. On iWARP the copy is: a Read
@@ -93,7 +102,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   // tries again on a new id until --wait-ms (common/src/cm_connect.cpp);
   // its QP moves to each new id. (The device stays the same for the same
   // address.)
-  const rdma::cm::connect_target target{server, to, opts.resolve_ms, opts.ack_timeout};
+  const rdma::cm::connect_target target{server, to, opts.resolve_ms, opts.ack_timeout, opts.tos};
   const cm_event established = rdma::cm::connect(channel, id, target, param, opts.peer.wait_ms, [&](rdma_cm_id* next) {
     qp.reset();
     qp = create_qp(next, dev, 2);

@@ -27,7 +27,7 @@
 namespace stage07 {
 
 
-on_device open_on(rdma_cm_id* id, int cq_entries) {
+on_device open_on(rdma_cm_id* id, int cq_entries, const options& opts) {
   // id->verbs is the device rdma_cm picked for the address: the one whose
   // interface holds it (server) or routes to it (client). Ours to use,
   // librdmacm's to close.
@@ -36,6 +36,11 @@ on_device open_on(rdma_cm_id* id, int cq_entries) {
   const rdma::device_limits limits(id->verbs);
   limits.cq_entries(static_cast<std::uint64_t>(cq_entries));
   limits.queue_depth(2, "send WRs (the write and the notice, or the Read)");
+  if (opts.peer.is_client()) {
+    limits.reads_initiated(opts.initiator_depth, "--initiator-depth");
+  } else {
+    limits.reads_served(opts.responder_resources, "--responder-resources");
+  }
   on_device dev;
   dev.pd.reset(rdma::check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
   dev.cq.reset(rdma::check_ptr(ibv_create_cq(id->verbs, cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));

@@ -43,12 +43,18 @@ bool parse_options(int argc, const char* const* argv, options& out) {
              [&](std::string_view v) {
                out.ack_timeout = static_cast<std::uint8_t>(rdma::parse_integer(v, "--ack-timeout", 1, 31));  // 0: forever
              });
+  parser.add(0, "tos", "N",
+             "client: the IP header's type of service for the connection's packets, 0-255: DSCP x 4 + ECN "
+             "(default: the port's, 0)",
+             [&](std::string_view v) {
+               out.tos = static_cast<std::uint8_t>(rdma::parse_integer(v, "--tos", 0, 255));
+             });
   parser.add(0, "iters", "N", "client: rounds of write, read back, compare (default 1)", [&](std::string_view v) {
     out.iters = static_cast<std::uint32_t>(rdma::parse_integer(v, "--iters", 1, 100000000));
   });
   if (!parser.parse(argc, argv)) return false;
 
-  parser.check_roles(out.peer, {"resolve-ms", "retry-count", "initiator-depth", "ack-timeout", "iters"});
+  parser.check_roles(out.peer, {"resolve-ms", "retry-count", "initiator-depth", "ack-timeout", "tos", "iters"});
   if (out.peer.is_client() && parser.given("responder-resources")) {
     throw rdma::usage_error("--responder-resources is the server's (it answers the client's reads)");
   }

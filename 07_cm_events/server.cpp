@@ -107,7 +107,7 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_c
 int serve(const options& opts, rdma_event_channel* channel, rdma_cm_id* id, const cm_event& request) {
   const hello h = decode_hello(request.private_data);
   // The request's id already knows the device the request came in on.
-  const on_device dev = open_on(id, 4);
+  const on_device dev = open_on(id, 4, opts);
   // The landing region: the client writes it and reads it back, so
   // REMOTE_WRITE and REMOTE_READ (and LOCAL_WRITE, which REMOTE_WRITE needs).
   const rdma::registered_buffer landing(dev.pd.get(), opts.size,

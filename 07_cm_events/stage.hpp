@@ -47,6 +47,7 @@ struct options {
   std::uint8_t responder_resources = 1;  // server: RDMA Reads of the peer it answers at once
   std::uint32_t iters = 1;               // client: rounds of write, read back, compare
   std::optional<std::uint8_t> ack_timeout;  // client: the QP's ACK timeout; unset: rdma_cm's
+  std::optional<std::uint8_t> tos;          // client: the packets' IP type of service; unset: the port's default
 };
 
 // Returns false after --help. Throws rdma::usage_error on a bad command line.
@@ -59,7 +60,11 @@ struct on_device {
   rdma::pd_ptr pd;
   rdma::cq_ptr cq;
 };
-on_device open_on(rdma_cm_id* id, int cq_entries);
+// The RDMA Reads this side asks for (the client's --initiator-depth, the
+// server's --responder-resources) are checked against the device's
+// limits first: past them rdma_connect or rdma_accept would fail with a
+// bare EINVAL.
+on_device open_on(rdma_cm_id* id, int cq_entries, const options& opts);
 // rdma_create_qp: an RC QP on the id, on dev's PD and CQ, with room for
 // `send_wr` sends and one receive. rdma_cm walks it to INIT at once and on
 // to RTR and RTS while the connection is made.

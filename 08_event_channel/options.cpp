@@ -29,6 +29,7 @@ bool parse_options(int argc, const char* const* argv, options& out) {
                              "chooses the run.");
   parser.add_device_options(out.device);
   parser.add_peer_options(out.peer);
+  parser.add_ack_timeout(out.ack_timeout);
   int modes = 0;
   parser.add(0, "poll", "", "wait by polling the CQ, never sleeping (the lowest latency, one busy CPU)",
              [&](std::string_view) { out.mode = wait_mode::poll; ++modes; });

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -75,6 +76,7 @@ inline constexpr std::uint32_t max_rate = 1000000;
 struct options {
   rdma::device_options device;
   rdma::peer_options peer;        // -s, --bind, -p, --wait-ms, --accept-ms
+  std::optional<std::uint8_t> ack_timeout;  // --ack-timeout; unset: rdma::default_ack_timeout
   wait_mode mode = wait_mode::event;
   std::uint32_t spin_us = 50;     // --hybrid: how long to spin before sleeping
   run_params run;                 // client: --iters, --burst, --size, --solicited-every

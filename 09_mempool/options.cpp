@@ -30,15 +30,22 @@ bool parse_options(int argc, const char* const* argv, options& out) {
                              "pre-registered pool. With -s ADDR: a client. --pool-cost: the pool against ibv_reg_mr, "
                              "then exit.");
   parser.add_peer_options(out.peer, rdma::option_parser::peer_channel::rdma_cm);
+  parser.add_ack_timeout(out.ack_timeout);
   parser.add(0, "record-size", "BYTES", "bytes per record, the same on both sides (default 64, at least 16)",
              [&](std::string_view v) { out.record_size = number(v, "--record-size", rdma::min_record, max_record); });
   parser.add(0, "clients", "N", "server: clients to serve before it exits (default 4)",
              [&](std::string_view v) { out.clients = number(v, "--clients", 1, 256); });
   parser.add(0, "window", "N", "server: slots granted to each client, its credits (default 16)",
              [&](std::string_view v) { out.window = number(v, "--window", 1, max_window); });
-  parser.add(0, "chunk-size", "BYTES", "server: bytes per pool chunk, a multiple of 4096 (default: window x record "
-                                       "size, in whole pages)",
-             [&](std::string_view v) { out.chunk_size = number(v, "--chunk-size", 4096, max_chunk); });
+  parser.add(0, "chunk-size", "BYTES", "server: bytes per pool chunk, a multiple of the page size (default: window x "
+                                       "record size, in whole pages)",
+             [&](std::string_view v) {
+               out.chunk_size = number(v, "--chunk-size", static_cast<long>(rdma::page_size), max_chunk);
+               if (*out.chunk_size % rdma::page_size != 0) {
+                 throw rdma::usage_error("--chunk-size must be a multiple of the page size, " +
+                                         std::to_string(rdma::page_size) + " bytes, got " + std::string(v));
+               }
+             });
   parser.add(0, "pool-chunks", "N", "server: chunks in the pool, clients served at once (default: --clients)",
              [&](std::string_view v) { out.pool_chunks = number(v, "--pool-chunks", 1, 4096); });
   parser.add(0, "credit-batch", "N", "server: records consumed per credit return (default window / 2)",

@@ -8,15 +8,32 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
+#include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/error.hpp"
 
 namespace stage09 {
 
 namespace {
 
-constexpr std::size_t page_bytes = 4096;
-constexpr std::size_t hugepage_bytes = std::size_t{2} << 20;
+// The system's page size (sysconf: 4 KiB on x86-64, 16 or 64 KiB on some
+// arm64 and POWER kernels) and its default hugepage size, the one a
+// MAP_HUGETLB mapping without a size flag takes (/proc/meminfo's
+// Hugepagesize: 2 MiB on x86-64; read once; 2 MiB when it says nothing).
+const std::size_t page_bytes = rdma::page_size;
+std::size_t hugepage_bytes() {
+  static const std::size_t bytes = [] {
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string line; std::getline(meminfo, line);) {
+      unsigned long kib = 0;
+      if (std::sscanf(line.c_str(), "Hugepagesize: %lu kB", &kib) == 1 && kib > 0) return std::size_t{kib} * 1024;
+    }
+    return std::size_t{2} << 20;
+  }();
+  return bytes;
+}
 
 std::string address_text(const void* p) {
   char text[32];
@@ -74,7 +91,8 @@ memory_pool::memory_pool(ibv_pd* pd, std::uint32_t chunk_size, std::uint32_t cou
   // two chunks share a page, so handing one out never exposes its neighbour's
   // bytes through a page-granular mapping.
   if (chunk_size == 0 || chunk_size % page_bytes != 0) {
-    throw rdma::tutorial_error("chunk size " + std::to_string(chunk_size) + " is not a multiple of 4096 bytes",
+    throw rdma::tutorial_error("chunk size " + std::to_string(chunk_size) + " is not a multiple of the page size, " +
+                                   std::to_string(page_bytes) + " bytes",
                                "round the chunk size up to a whole number of pages");
   }
   if (count == 0) throw rdma::tutorial_error("a pool needs at least one chunk");
@@ -82,21 +100,22 @@ memory_pool::memory_pool(ibv_pd* pd, std::uint32_t chunk_size, std::uint32_t cou
 
   // Hugepages first: one 2 MiB page is one entry in the device's translation
   // table instead of 512, so the registration is cheaper and the NIC misses
-  // its cache less. The kernel hands them out only in whole 2 MiB pages and
+  // its cache less. The kernel hands them out only in whole hugepages and
   // only from a pool the administrator reserved (vm.nr_hugepages); a private
   // MAP_HUGETLB mapping reserves its pages at mmap time, so "none left" is
   // ENOMEM here, not a SIGBUS at the first touch.
   void* p = MAP_FAILED;
-  if (bytes_ % hugepage_bytes == 0) {
+  const std::string pages = size_text(page_bytes) + " pages";
+  if (bytes_ % hugepage_bytes() == 0) {
     p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
     const int err = errno;  // before anything else can overwrite it
     if (p != MAP_FAILED) {
-      backing_ = "2 MiB hugepages";
+      backing_ = size_text(hugepage_bytes()) + " hugepages";
     } else {
-      backing_ = "4 KiB pages (no hugepages: mmap(MAP_HUGETLB) failed, " + rdma::errno_name(err) + ")";
+      backing_ = pages + " (no hugepages: mmap(MAP_HUGETLB) failed, " + rdma::errno_name(err) + ")";
     }
   } else {
-    backing_ = "4 KiB pages (the pool is not a multiple of 2 MiB)";
+    backing_ = pages + " (the pool is not a multiple of " + size_text(hugepage_bytes()) + ")";
   }
   if (p == MAP_FAILED) {
     p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

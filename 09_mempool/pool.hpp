@@ -67,8 +67,9 @@ enum class registration { whole, per_chunk };
 
 class memory_pool {
  public:
-  // count x chunk_size bytes (chunk_size a multiple of 4096), mapped with
-  // MAP_HUGETLB first when the total is a multiple of 2 MiB, else (or when
+  // count x chunk_size bytes (chunk_size a multiple of the page size),
+  // mapped with MAP_HUGETLB first when the total is a multiple of the
+  // hugepage size (2 MiB on x86-64), else (or when
   // that fails: no hugepages reserved) ordinary pages; every page touched;
   // then ibv_reg_mr with `access`, once or once per chunk (`how`).
   memory_pool(ibv_pd* pd, std::uint32_t chunk_size, std::uint32_t count, int access,

@@ -34,7 +34,7 @@
 #include "pool.hpp"
 #include "protocol.hpp"
 #include "rdma_tutorial/options.hpp"
-#include "rdma_tutorial/qp.hpp"  // wire_ack_timeout
+#include "rdma_tutorial/transport.hpp"  // default_ack_timeout
 
 namespace stage09 {
 
@@ -49,6 +49,7 @@ void break_a_rule(hostile_kind kind, const grant_msg& g, ibv_send_wr& wr, ibv_sg
 
 struct options {
   rdma::peer_options peer;                  // -s, --bind, -p, --wait-ms, --accept-ms
+  std::optional<std::uint8_t> ack_timeout;  // --ack-timeout; unset: rdma::default_ack_timeout
   std::uint32_t record_size = 64;           // both sides
   // server
   std::uint32_t clients = 4;                // connections to serve, then exit

@@ -138,6 +138,7 @@ def decode(path, client="192.0.2.1"):
             "ackreq": ib.get("infiniband.bth.a", ("0", ""))[0] in ("1", "True"),
             "solicited": ib.get("infiniband.bth.se", ("0", ""))[0] in ("1", "True"),
             "payload": 0,
+            "tos": _number(ip.get("ip.dsfield", ("0", ""))[0] or "0"),
         }
         p["payload"] = _payload_length(protos["infiniband"], ib)
         if "infiniband.reth.va" in ib:
@@ -272,7 +273,7 @@ def line(p):
                   "NAK": lambda: a["reason"]}.get(a["kind"], lambda: "")()
         what.append(f"{a['kind']} ({detail}) MSN={a['msn']}" if detail else f"{a['kind']} MSN={a['msn']}")
     return (f"{p['time']:9.6f} {p['dir']} {p['opcode']:<30} psn={psn:<8} qp={qpn:<5} {flags} "
-            f"len={p['payload']:<5} {' '.join(what)}").rstrip()
+            f"len={p['payload']:<5} {' '.join(what)}").rstrip() + tos_text(p)
 
 
 # iWARP (RFC 5040 RDMAP over RFC 5041 DDP over RFC 5044 MPA, in TCP).
@@ -326,7 +327,8 @@ def decode_iwarp(path, client="192.0.2.1"):
         t = float(frame.get("frame.time_epoch", ("0", ""))[0] or 0)
         start = t if start is None else start
         src = ip.get("ip.src", ("", ""))[0]
-        base = {"time": round(t - start, 6), "dir": "c>s" if src == client else "s>c", "src": src}
+        base = {"time": round(t - start, 6), "dir": "c>s" if src == client else "s>c", "src": src,
+                "tos": _number(ip.get("ip.dsfield", ("0", ""))[0] or "0")}
         flags = _tcp_flags(tcp)
         if flags:
             out.append(dict(base, opcode="TCP " + flags, ports=(_number(tcp["tcp.srcport"][0]),
@@ -375,11 +377,17 @@ def decode_iwarp(path, client="192.0.2.1"):
     return out
 
 
+def tos_text(p):
+    """The IP header's type of service, when a program set one (run.sh --tos): its DSCP and ECN bits."""
+    tos = p.get("tos", 0)
+    return f" TOS 0x{tos:02x} (DSCP {tos >> 2}, ECN {tos & 3})" if tos else ""
+
+
 def iwarp_line(p):
     """One iWARP entry as run.sh lists it: time, direction, what it is, then its fields."""
     head = f"{p['time']:9.6f} {p['dir']} {p['opcode']:<30}"
     if p["opcode"].startswith("TCP"):
-        return f"{head} {p['ports'][0]} > {p['ports'][1]}"
+        return f"{head} {p['ports'][0]} > {p['ports'][1]}{tos_text(p)}"
     if "mpa" in p:
         m = p["mpa"]
         what = [f"rev {m['rev']}", "CRC" if m["crc"] else "no CRC", "markers" if m["markers"] else "no markers"]
@@ -388,7 +396,7 @@ def iwarp_line(p):
         what.append(f"private data {len(m['private_data']) // 2} bytes")
         if m["rejected"]:
             what.append("REJECTED")
-        return f"{head} {', '.join(what)}"
+        return f"{head} {', '.join(what)}{tos_text(p)}"
     where = (f"tagged stag=0x{p['stag']:x} to=0x{p['to']:x}" if p["tagged"] else
              f"untagged qn={p['qn']} msn={p['msn']} mo={p['mo']}")
     line = f"{head} {'L' if p['last'] else '-'} len={p['payload']:<5} {where}"
@@ -396,7 +404,7 @@ def iwarp_line(p):
         r = p["read"]
         line += (f" sink stag=0x{r['sink_stag']:x} to=0x{r['sink_to']:x} size={r['size']}"
                  f" source stag=0x{r['source_stag']:x} to=0x{r['source_to']:x}")
-    return line
+    return line + tos_text(p)
 
 
 def main(argv):

@@ -141,6 +141,7 @@ transition rtr_transition(const peer_info& peer, const qp_params& params) {
   t.attr.ah_attr.grh.dgid = peer.gid;
   t.attr.ah_attr.grh.sgid_index = params.gid_index;  // our entry, same RoCE version as the peer's
   t.attr.ah_attr.grh.hop_limit = 64;  // the IP TTL of RoCE v2 packets; 1 stays on the subnet
+  t.attr.ah_attr.grh.traffic_class = params.traffic_class;  // RoCE v2: the IP header's TOS byte
   t.attr.ah_attr.port_num = params.port;
   return t;
 }

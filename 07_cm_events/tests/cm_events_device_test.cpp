@@ -394,11 +394,11 @@ TEST_CASE("on iWARP, a server granting no responder resources should still serve
   CHECK(r.server.exit_code == 0);
 }
 
-TEST_CASE("on iWARP, a server killed mid-stream should be found by the client within seconds: its kernel closes the TCP connection") {
+TEST_CASE("on iWARP, a server killed mid-stream should end the client within its --wait-ms, named") {
   const std::string ip = rdma_cm_address();
   auto server = rdma::testing::start(server_command());
   REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
-  auto client = rdma::testing::start(client_command({"--iters", "100000000", "--wait-ms", "30000"}, ip));
+  auto client = rdma::testing::start(client_command({"--iters", "100000000", "--wait-ms", "10000"}, ip));
   REQUIRE(client->wait_for_output("RDMA Read:", rdma::testing::scaled(30s)));
   REQUIRE(::kill(-server->pid(), SIGKILL) == 0);
   const auto killed = std::chrono::steady_clock::now();
@@ -406,9 +406,16 @@ TEST_CASE("on iWARP, a server killed mid-stream should be found by the client wi
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   INFO(rdma::testing::describe(c));
   CHECK(c.exit_code == 1);
-  // No retries to run out: the work request in flight comes back flushed.
-  CHECK(has_line(c.err, "^cm_events: the RDMA (?:Write|Read) failed \\d+ ms after it was posted: wr_id \\d: "
-                        "IBV_WC_WR_FLUSH_ERR \\(5, "));
-  CHECK(seconds < 10);
-  MESSAGE("the killed server's end found " << seconds << " s after the kill");
+  CHECK_FALSE(c.timed_out);
+  // No retries to run out: the killed process's kernel closes its TCP
+  // connection, and the work request in flight comes back flushed. Or, on
+  // siw with Linux 6.12 now and then, never comes back (the QP in ERR, the
+  // WR not completed): then --wait-ms names the wait.
+  const bool flushed = has_line(c.err, "^cm_events: the RDMA (?:Write|Read) failed \\d+ ms after it was posted: wr_id \\d: "
+                                       "IBV_WC_WR_FLUSH_ERR \\(5, ");
+  const bool waited = has_line(c.err, "^cm_events: no completion within 10000 ms \\(waiting for the RDMA (?:Write|Read)\\)$");
+  CHECK((flushed || waited));
+  CHECK_FALSE(has_line(c.err, "GID"));  // no RoCE advice on iWARP
+  if (waited) CHECK(has_line(c.err, "likely fix: on iWARP only TCP gives up on a peer"));
+  MESSAGE("the killed server's end found " << seconds << " s after the kill, " << (flushed ? "flushed" : "by --wait-ms"));
 }

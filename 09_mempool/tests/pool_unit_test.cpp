@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../pool.hpp"
+#include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/error.hpp"
 
 namespace {
@@ -113,7 +114,7 @@ TEST_CASE("chunk ledger should refuse an index out of range and name the pool's 
 TEST_CASE("memory pool should refuse a chunk size that is not a whole number of pages, before any verb") {
   // The check comes before mmap and ibv_reg_mr, so no PD is needed to see it.
   CHECK(error_of([] { stage09::memory_pool(nullptr, 1000, 4, IBV_ACCESS_LOCAL_WRITE); }) ==
-        "chunk size 1000 is not a multiple of 4096 bytes");
+        "chunk size 1000 is not a multiple of the page size, " + std::to_string(rdma::page_size) + " bytes");
   CHECK(error_of([] { stage09::memory_pool(nullptr, 0, 4, IBV_ACCESS_LOCAL_WRITE); }) ==
-        "chunk size 0 is not a multiple of 4096 bytes");
+        "chunk size 0 is not a multiple of the page size, " + std::to_string(rdma::page_size) + " bytes");
 }

@@ -66,6 +66,15 @@ class call_deadline {
 
 }  // namespace
 
+void set_ack_timeout(rdma_cm_id* id, std::uint8_t timeout) {
+  check_errno(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout),
+              "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+}
+
+void set_tos(rdma_cm_id* id, std::uint8_t tos) {
+  check_errno(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos), "rdma_set_option(RDMA_OPTION_ID_TOS)");
+}
+
 cm_event connect(rdma_event_channel* channel, cm_id_ptr& id, const connect_target& to, const rdma_conn_param& param,
                  int wait_ms, const std::function<void(rdma_cm_id* next)>& move_qp) {
   const std::string step = "rdma_connect(" + to.name + ")";
@@ -109,7 +118,7 @@ cm_event connect(rdma_event_channel* channel, cm_id_ptr& id, const connect_targe
       throw verbs_error(refused, step, "nobody listens on that address and port: start the server first, or check -p");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    cm_id_ptr next = resolve(channel, to.address, to.name, to.resolve_ms, to.ack_timeout);
+    cm_id_ptr next = resolve(channel, to.address, to.name, to.resolve_ms, to.ack_timeout, to.tos);
     // The caller's PD and CQ belong to the device the first id resolved to.
     if (next->verbs != id->verbs) {
       throw tutorial_error(step + ": the address is now reached through another device");

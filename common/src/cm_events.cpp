@@ -209,17 +209,15 @@ sockaddr_in ipv4_address(const std::string& text, std::uint16_t port) {
 }
 
 cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, std::string_view to, int resolve_ms,
-                  std::optional<std::uint8_t> ack_timeout) {
+                  std::optional<std::uint8_t> ack_timeout, std::optional<std::uint8_t> tos) {
   rdma_cm_id* raw = nullptr;
   check_errno(rdma_create_id(channel, &raw, nullptr, RDMA_PS_TCP), "rdma_create_id");
   cm_id_ptr id(raw);
-  if (ack_timeout) {
-    // The QP's ACK timeout, which rdma_cm otherwise takes from the route
-    // (for RoCE, a fixed packet lifetime: 2 s and more per try).
-    std::uint8_t timeout = *ack_timeout;
-    check_errno(rdma_set_option(id.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout),
-                "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
-  }
+  // The QP's ACK timeout, which rdma_cm otherwise takes from the route (for
+  // RoCE, a fixed packet lifetime: 2 s and more per try); the packets' type
+  // of service, which the route takes up.
+  if (ack_timeout) set_ack_timeout(id.get(), *ack_timeout);
+  if (tos) set_tos(id.get(), *tos);
 
   // The address: the route table picks our interface, ARP finds the
   // server's MAC, and rdma_cm the RDMA device on that interface.

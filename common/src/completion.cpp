@@ -65,7 +65,9 @@ std::string wc_status_hint(ibv_wc_status status) {
     case IBV_WC_WR_FLUSH_ERR:
       return "the QP was already in the error state; look at the first failed completion, here or at the peer "
              "(a remote access error breaks the connection at both ends); if none failed before this one, the "
-             "device named no cause (Soft-RoCE on Linux 6.12 completes a WR with another PD's lkey this way)";
+             "connection ended under it (on iWARP, the peer's TCP connection closed: its process died or it "
+             "disconnected) or the device named no cause (Soft-RoCE on Linux 6.12 completes a WR with another "
+             "PD's lkey this way)";
     case IBV_WC_LOC_QP_OP_ERR:
       return "the WR is not valid for this QP or its state (posted before RTS? too many SGEs?); Soft-RoCE "
              "also reports an lkey whose MR is in another PD than the QP this way, and, on a Recv, a Send larger "

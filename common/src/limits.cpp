@@ -45,6 +45,15 @@ void device_limits::memory_windows(std::uint64_t asked, std::string_view option)
   check(asked, static_cast<std::uint64_t>(attr_.max_mw), "max_mw", "memory windows", option);
 }
 
+void device_limits::reads_initiated(std::uint64_t asked, std::string_view option) const {
+  check(asked, static_cast<std::uint64_t>(attr_.max_qp_init_rd_atom), "max_qp_init_rd_atom", "RDMA Reads in flight",
+        option);
+}
+
+void device_limits::reads_served(std::uint64_t asked, std::string_view option) const {
+  check(asked, static_cast<std::uint64_t>(attr_.max_qp_rd_atom), "max_qp_rd_atom", "RDMA Reads served at once", option);
+}
+
 void device_limits::memory_window_type_2() const {
   if ((attr_.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0) return;
   throw tutorial_error("this program binds type 2 memory windows; " + device_ + " has none (device_cap_flags lacks "

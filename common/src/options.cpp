@@ -38,6 +38,13 @@ void option_parser::add_device_options(device_options& out) {
       [&out](std::string_view v) { out.gid_index = static_cast<int>(parse_integer(v, "--gid-index", 0, 65535)); });
 }
 
+void option_parser::add_ack_timeout(std::optional<std::uint8_t>& out) {
+  add(0, "ack-timeout", "N",
+      "wait 4.096 us x 2^N for an ACK before resending, 0-31; 0 waits forever (default: 18, 1.07 s, on Soft-RoCE; "
+      "14, 67 ms, on any other device)",
+      [&out](std::string_view v) { out = static_cast<std::uint8_t>(parse_integer(v, "--ack-timeout", 0, 31)); });
+}
+
 void option_parser::add_peer_options(peer_options& out, peer_channel channel) {
   const bool cm = channel == peer_channel::rdma_cm;
   add('s', "server", "ADDR", "be the client of the server at ADDR (default: be the server)", [&out](std::string_view v) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/waiting.hpp"
 
 namespace rdma {
 
@@ -12,6 +13,8 @@ namespace {
 // Soft-iWARP's vendor_id, "bmt" in ASCII (siw.h, SIW_VENDOR_ID; Linux 6.1
 // and 6.12), which ibv_query_device reports as it is.
 constexpr std::uint32_t siw_vendor_id = 0x626d74;
+// Soft-RoCE's (rxe_param.h, RXE_VENDOR_ID; Linux 6.1 and 6.12).
+constexpr std::uint32_t rxe_vendor_id = 0xffffff;
 
 std::string device_name(const ibv_context* ctx) { return ibv_get_device_name(ctx->device); }
 
@@ -33,6 +36,10 @@ bool is_iwarp(const ibv_context* ctx) { return ctx->device->transport_type == IB
 
 bool posts_write_with_imm(const ibv_context* ctx, const ibv_device_attr& attr) {
   return !(is_iwarp(ctx) && attr.vendor_id == siw_vendor_id);
+}
+
+std::uint8_t default_ack_timeout(const ibv_device_attr& attr) {
+  return attr.vendor_id == rxe_vendor_id ? waiting_policy::soft_roce_ack_timeout : waiting_policy::nic_ack_timeout;
 }
 
 void refuse_qp_by_hand_on_iwarp(const ibv_context* ctx, std::string_view by_hand) {

@@ -40,7 +40,8 @@
 //                             the program (not librdmacm) has these fields
 //                             replaced (device: max_qp, max_qp_wr, max_sge,
 //                             max_cqe, max_mr_size, max_srq, max_srq_wr,
-//                             max_mw; port: link_layer, active_mtu)
+//                             max_mw, max_qp_rd_atom, max_qp_init_rd_atom,
+//                             device_cap_flags; port: link_layer, active_mtu)
 //   RDMA_INJECT_PRIVATE=OFFSET:HEX  a lying peer over rdma_cm: the private
 //                             data of the program's rdma_accept (or
 //                             rdma_connect) leaves with the bytes HEX written
@@ -548,7 +549,8 @@ void shrink_device(ibv_device_attr* attr) {
   const auto& with = state().device_attr;
   for (const auto& [name, value] : with) {
     static const char* const known[] = {"max_qp", "max_qp_wr", "max_sge", "max_cqe", "max_mr_size", "max_srq",
-                                        "max_srq_wr", "max_mw"};
+                                        "max_srq_wr", "max_mw", "max_qp_rd_atom", "max_qp_init_rd_atom",
+                                        "device_cap_flags"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return name == k; })) {
       std::fprintf(stderr, "rdma_inject: RDMA_INJECT_ATTR: no device field '%s'\n", name.c_str());
       std::abort();
@@ -562,6 +564,9 @@ void shrink_device(ibv_device_attr* attr) {
   replace(attr->max_srq, with, "max_srq");
   replace(attr->max_srq_wr, with, "max_srq_wr");
   replace(attr->max_mw, with, "max_mw");
+  replace(attr->max_qp_rd_atom, with, "max_qp_rd_atom");
+  replace(attr->max_qp_init_rd_atom, with, "max_qp_init_rd_atom");
+  replace(attr->device_cap_flags, with, "device_cap_flags");
 }
 
 void shrink_port(ibv_port_attr* attr) {

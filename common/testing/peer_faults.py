@@ -43,8 +43,12 @@ client adds to stream until it is stopped.
                server with the injection shim in front accepts with those
                bytes written into its private data (RDMA_INJECT_PRIVATE:
                stage 09's grant); the client must refuse the grant before it
-               allocates for it. Either: exit 1 with a line matching REGEX,
-               within BOUND, nothing left open, rdma resource show as before.
+               allocates for it. 'endpoint=OFFSET:HEX|REGEX': a fake server
+               answers the real client's endpoint with a valid one whose bytes
+               at OFFSET are HEX (stage 06's window: the length at 44); the
+               client must refuse it before it sizes anything by it. Each:
+               exit 1 with a line matching REGEX, within BOUND, nothing left
+               open, rdma resource show as before.
 
 With --shim, the judged role also runs with the injection shim in front,
 failing nothing: a role that ended on its own must have released every verbs
@@ -390,8 +394,42 @@ class Faults:
             self.refused(f"{self.name}: a client asking for the run {value} should be refused by the server",
                          server, expected, problems, started, before, in_log=self.several)
             return
+        if kind == "endpoint":
+            offset, _, patch = value.partition(":")
+            listener = socket.create_server(("0.0.0.0", self.port + 1001))
+            listener.settimeout(20 * TIME_SCALE)
+            args = self.args(self.opts.client)
+            args[args.index("-p") + 1] = str(self.port + 1001)
+            started = time.monotonic()
+            client = self.role([self.opts.program] + args, tag + "_client")
+            problems = []
+            try:
+                conn, _ = listener.accept()
+                with conn:
+                    conn.settimeout(10 * TIME_SCALE)
+                    got = b""
+                    while len(got) < ENDPOINT:
+                        chunk = conn.recv(ENDPOINT - len(got))
+                        if not chunk:
+                            break
+                        got += chunk
+                    if len(got) != ENDPOINT:
+                        problems.append(f"the client sent {len(got)} bytes of its endpoint, not {ENDPOINT}")
+                    else:
+                        lie = bytearray(got)
+                        at = int(offset)
+                        lie[at:at + len(bytes.fromhex(patch))] = bytes.fromhex(patch)
+                        conn.sendall(bytes(lie))
+                        client.wait(BOUND * TIME_SCALE)
+            except OSError as e:
+                problems.append(f"the fake server: {e}")
+            finally:
+                listener.close()
+            self.refused(f"{self.name}: a server whose endpoint carries {value} at its offset should be refused by the "
+                         "client", client, expected, problems, started, before)
+            return
         if kind != "accept":
-            self.verdict(f"{self.name}: --hostile-peer {spec}", [f"unknown kind '{kind}' (run= or accept=)"], "")
+            self.verdict(f"{self.name}: --hostile-peer {spec}", [f"unknown kind '{kind}' (run=, endpoint= or accept=)"], "")
             return
         log = os.path.join(self.workdir, tag + ".log")
         self.port += 1
@@ -474,7 +512,8 @@ def main():
                    help="'SPEC|REGEX': the client's first record turned hostile by RDMA_INJECT_WR=SPEC; the server "
                         "must refuse it with a line matching REGEX")
     p.add_argument("--hostile-peer", action="append", default=[],
-                   help="'run=HEX|REGEX' or 'accept=OFFSET:HEX|REGEX': a peer that connects, then lies (see above)")
+                   help="'run=HEX|REGEX', 'endpoint=OFFSET:HEX|REGEX' or 'accept=OFFSET:HEX|REGEX': a peer that "
+                        "connects, then lies (see above)")
     opts = p.parse_args()
     if not has_device():
         print("SKIP: no RDMA device (/sys/class/infiniband is empty); run inside scripts/rxe_vm.sh")

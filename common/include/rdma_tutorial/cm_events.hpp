@@ -92,10 +92,22 @@ sockaddr_in ipv4_address(const std::string& text, std::uint16_t port);
 // table picks the interface, ARP the MAC, rdma_cm the device), then
 // rdma_resolve_route; each bounded by rdma_cm itself (resolve_ms) and
 // judged by await. `to` names the server in messages ("192.0.2.1:18515").
-// ack_timeout, when given, is set on the id first (the QP's ACK timeout,
-// 4.096 us x 2^N).
+// ack_timeout and tos, when given, are set on the id first (set_ack_timeout,
+// set_tos).
 cm_id_ptr resolve(rdma_event_channel* channel, const sockaddr_in& server, std::string_view to, int resolve_ms,
-                  std::optional<std::uint8_t> ack_timeout);
+                  std::optional<std::uint8_t> ack_timeout, std::optional<std::uint8_t> tos = std::nullopt);
+
+// rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT): the QP's ACK timeout,
+// 4.096 us x 2^N, in place of the one rdma_cm takes from the route; before
+// rdma_connect (src/cm_connect.cpp).
+void set_ack_timeout(rdma_cm_id* id, std::uint8_t timeout);
+// rdma_set_option(RDMA_OPTION_ID_TOS): the type of service of the id's
+// packets, the byte a RoCE v2 packet carries in its IP header (DSCP in the
+// upper six bits, ECN the lower two), which a fabric's switches classify
+// on (a PFC priority, an ECN queue); on RoCE it becomes the path's traffic
+// class at route resolution, so it is set before rdma_resolve_route
+// (cma.c, cma_resolve_iboe_route). Default: the port's default_roce_tos, 0.
+void set_tos(rdma_cm_id* id, std::uint8_t tos);
 
 // Where a client connects, and how each new id is resolved (as resolve()
 // takes it).
@@ -104,6 +116,7 @@ struct connect_target {
   std::string name;  // "192.0.2.1:18515", for messages
   int resolve_ms = 0;
   std::optional<std::uint8_t> ack_timeout;
+  std::optional<std::uint8_t> tos;
 };
 // rdma_connect on `id` (resolved, its QP made), within wait_ms: returns the
 // ESTABLISHED event (the server's private data copied out). A server started

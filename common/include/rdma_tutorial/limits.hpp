@@ -45,6 +45,12 @@ class device_limits {
   void srq_depth(std::uint64_t asked, std::string_view option = {}) const;
   void qps(std::uint64_t asked, std::string_view option = {}) const;
   void memory_windows(std::uint64_t asked, std::string_view option = {}) const;
+  // RDMA Reads (and atomics) a QP keeps in flight as their initiator
+  // (max_rd_atomic, rdma_cm's initiator_depth) and serves at once as their
+  // responder (max_dest_rd_atomic, responder_resources). Past the device's
+  // limit rdma_connect or rdma_accept fails with a bare EINVAL (siw: ENOMEM).
+  void reads_initiated(std::uint64_t asked, std::string_view option = {}) const;
+  void reads_served(std::uint64_t asked, std::string_view option = {}) const;
   // A type 2 memory window (ibv_alloc_mw(IBV_MW_TYPE_2), bound by a work
   // request on a QP): device_cap_flags names 2A or 2B. A device with type
   // 1 windows only fails at the bind, per client, where this says it once.

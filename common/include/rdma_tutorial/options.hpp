@@ -71,6 +71,11 @@ class option_parser {
   enum class peer_channel { tcp, rdma_cm };
   void add_peer_options(peer_options& out, peer_channel channel = peer_channel::tcp);
 
+  // --ack-timeout N (0-31) for the stages whose QPs may cross the
+  // two-guest wire (06, 08, 09): the QP's ACK timeout, 4.096 us x 2^N;
+  // unset, rdma::default_ack_timeout picks it by the device.
+  void add_ack_timeout(std::optional<std::uint8_t>& out);
+
   // After parse(): an option of one role given to the other is a usage
   // error. `client_only` lists the program's own client-only options;
   // --bind and --accept-ms are the server's.

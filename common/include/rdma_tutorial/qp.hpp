@@ -56,23 +56,15 @@ struct qp_params {
   std::uint8_t rnr_retry = 3;        // retries after "receiver not ready" NAKs
   std::uint8_t min_rnr_timer = 12;   // how long our peer waits after our RNR NAK: 12 is 0.64 ms,
                                      // 1 the shortest (0.01 ms), 0 the longest (655.36 ms)
+  // The address vector's traffic class: on RoCE v2 the IP header's type of
+  // service byte of every packet we send (DSCP x 4 + ECN), which a fabric's
+  // switches classify on (a PFC priority, an ECN queue). 0: best effort.
+  std::uint8_t traffic_class = 0;
 };
 
 // The ACK timeout of the stages whose peers may sit across the two-guest
-// wire (06, 08, 09), in place of qp_params' 14: 18 is 1.07 s a try
-// (4.096 us x 2^18). At 67 ms a try, 06's credit writes across the wire
-// (23 ms each way) and 08's Sends with both guests starved (memcheck, CPU
-// hogs beside) failed with IBV_WC_RETRY_EXC_ERR; at 268 ms (16), so did
-// 09's four clients in one CI run, against a live server on a loaded
-// host. Soft-RoCE on Linux 6.1 retries early on its own: its retransmit
-// timer, armed by one packet, is not put off by the ACKs that come after,
-// so it fires while a later packet is still on its way (the "spurious
-// timeouts" its rxe_comp.c comments on; measured, 09 across the pair, idle:
-// the server's credit writes were resent about 40 times a run,
-// completer_retry_err, each a duplicate_request at the client), and every
-// early retry spends one of retry_cnt's until an ACK comes. A dead peer is
-// found within about four seconds (retry_cnt 3: four tries).
-inline constexpr std::uint8_t wire_ack_timeout = 18;
+// wire (06, 08, 09): rdma::default_ack_timeout (transport.hpp), 18 on
+// Soft-RoCE and 14 elsewhere, or their --ack-timeout (waiting.hpp says why).
 
 // transitions.cpp ------------------------------------------------------------
 

@@ -28,6 +28,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <cstdint>
 #include <string_view>
 
 namespace rdma {
@@ -42,6 +43,12 @@ bool is_iwarp(const ibv_context* ctx);
 // 0x626d74, siw.h's SIW_VENDOR_ID). Another iWARP provider that lacks it
 // fails at ibv_post_send, named there.
 bool posts_write_with_imm(const ibv_context* ctx, const ibv_device_attr& attr);
+
+// The ACK timeout for the stages whose peers may sit across the two-guest
+// wire, where no --ack-timeout says otherwise: waiting.hpp's 18 on a
+// Soft-RoCE device (vendor_id 0xffffff, rxe_param.h's RXE_VENDOR_ID), 14 on
+// any other (waiting.hpp says why each).
+std::uint8_t default_ack_timeout(const ibv_device_attr& attr);
 
 // Throws a one-line tutorial_error on an iWARP device: "<dev> is an iWARP
 // device: its QPs reach RTS only through rdma_cm, over a TCP connection,

@@ -56,6 +56,28 @@ inline constexpr int server_nap_ms = 10;
 // shortest deadline will do, on any device.
 inline constexpr int channel_sleep_ms = 100;
 
+// The ACK timeout of the stages whose peers may sit across the two-guest
+// wire (06, 08, 09) on Soft-RoCE, in place of qp_params' 14: 18 is 1.07 s
+// a try (4.096 us x 2^18). At 67 ms a try, 06's credit writes across the
+// wire (23 ms each way) and 08's Sends with both guests starved (memcheck,
+// CPU hogs beside) failed with IBV_WC_RETRY_EXC_ERR; at 268 ms (16), so
+// did 09's four clients in one CI run, against a live server on a loaded
+// host. Soft-RoCE on Linux 6.1 retries early on its own: its retransmit
+// timer, armed by one packet, is not put off by the ACKs that come after,
+// so it fires while a later packet is still on its way (the "spurious
+// timeouts" its rxe_comp.c comments on; measured, 09 across the pair,
+// idle: the server's credit writes were resent about 40 times a run,
+// completer_retry_err, each a duplicate_request at the client), and every
+// early retry spends one of retry_cnt's until an ACK comes. A dead peer is
+// found within about four seconds (retry_cnt 3: four tries). On a NIC,
+// whose ACKs do not wait for an emulated CPU: 14, 67 ms a try, perftest's
+// default, so a dead peer is found in about a quarter of a second; on
+// iWARP the value is not used (TCP retransmits). Each of those stages
+// takes --ack-timeout N; rdma::default_ack_timeout (transport.hpp) picks
+// between these two by the device.
+inline constexpr std::uint8_t soft_roce_ack_timeout = 18;
+inline constexpr std::uint8_t nic_ack_timeout = 14;
+
 // A leaving QP of an SRQ on Soft-RoCE: how long to wait for
 // IBV_EVENT_QP_LAST_WQE_REACHED before going on its marker alone (srq.hpp;
 // 6.12's came 35 us to 5 ms after the move to ERR, 6.1's never). A NIC

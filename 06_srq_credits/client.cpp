@@ -80,7 +80,7 @@ struct stream {
                                            std::to_string(credits.sent()) + " consumed)",
                                        "the server stopped consuming: its output says why");
           }
-          if (looks % 1024 == 0 && rdma::tcp::peer_closed(server)) {
+          if (looks % rdma::waiting_policy::looks_per_peer_check == 0 && rdma::tcp::peer_closed(server)) {
             throw rdma::tutorial_error("the server closed the connection while we waited for " + std::string(what));
           }
         });

@@ -27,7 +27,7 @@ client* server::by_qp(std::uint32_t qp_num) {
 void server::join() {
   // The listener is readable: the client is there, accept takes it at once.
   // Its endpoint gets at most a second: meanwhile nobody else is served.
-  const int handshake_ms = std::min(opts_.peer.wait_ms, 1000);
+  const int handshake_ms = std::min(opts_.peer.wait_ms, static_cast<int>(rdma::waiting_policy::join_handshake_limit.count()));
   auto [socket, peer] = rdma::accept_peer(listener_, handshake_ms, handshake_ms);
   const std::uint32_t number = joined_ + 1;
   if (peer.length < 8 || peer.rkey == 0) {

@@ -84,8 +84,10 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   fill_payload(payload);
   // Owns the QP on the id (id->qp; rdma_destroy_qp on the way out).
   rdma::cm_qp_ptr qp = create_qp(id.get(), dev, 2);
-  std::printf("QP 0x%x: made by rdma_create_qp, already in INIT (rdma_cm moves it to RTR and RTS)\n",
-              id->qp->qp_num);
+  // On iWARP there is no RTR to pass: the connection manager hands the
+  // QP its TCP connection and moves it to RTS (siw_cm.c).
+  std::printf("QP 0x%x: made by rdma_create_qp, already in INIT (rdma_cm moves it to %s)\n", id->qp->qp_num,
+              rdma::is_iwarp(id->verbs) ? "RTS with the TCP connection" : "RTR and RTS");
 
   // What the server needs to know travels in the connect request itself.
   const auto hello_bytes = encode_hello({opts.size});

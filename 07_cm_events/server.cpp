@@ -14,6 +14,7 @@
 
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/waiting.hpp"
 #include "stage.hpp"
 
 namespace stage07 {
@@ -72,7 +73,7 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_c
   ibv_wc wc{};
   while (rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 0) {
     pollfd pfd{channel->fd, POLLIN, 0};
-    const int ready = poll(&pfd, 1, 1);
+    const int ready = poll(&pfd, 1, rdma::waiting_policy::notice_nap_ms);
     if (ready < 0 && errno == EINTR) continue;  // a signal: look again
     if (rdma::check_errno(ready, "poll(the CM event channel)") == 1) {
       const std::optional<cm_event> ev = try_event(channel);

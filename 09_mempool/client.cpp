@@ -117,7 +117,7 @@ struct stream {
                                            std::to_string(sent) + " sent)",
                                        "the server stopped consuming: its output says why");
           }
-          if (looks % 1024 != 0) return;
+          if (looks % rdma::waiting_policy::looks_per_peer_check != 0) return;
           if (const auto ev = rdma::cm::try_event(channel)) {
             throw rdma::tutorial_error("the server ended the connection (" + std::string(rdma_event_str(ev->type)) +
                                            ") while we waited for " + what + ", after " + std::to_string(sent) + " writes",

@@ -332,7 +332,8 @@ def decode_iwarp(path, client="192.0.2.1"):
         flags = _tcp_flags(tcp)
         if flags:
             out.append(dict(base, opcode="TCP " + flags, ports=(_number(tcp["tcp.srcport"][0]),
-                                                                _number(tcp["tcp.dstport"][0]))))
+                                                                _number(tcp["tcp.dstport"][0])),
+                            dst=ip.get("ip.dst", ("", ""))[0]))
         ulpdu = None
         for proto in protos:
             name = proto.get("name")
@@ -387,7 +388,7 @@ def iwarp_line(p):
     """One iWARP entry as run.sh lists it: time, direction, what it is, then its fields."""
     head = f"{p['time']:9.6f} {p['dir']} {p['opcode']:<30}"
     if p["opcode"].startswith("TCP"):
-        return f"{head} {p['ports'][0]} > {p['ports'][1]}{tos_text(p)}"
+        return f"{head} {p['src']}:{p['ports'][0]} > {p.get('dst', '?')}:{p['ports'][1]}{tos_text(p)}"
     if "mpa" in p:
         m = p["mpa"]
         what = [f"rev {m['rev']}", "CRC" if m["crc"] else "no CRC", "markers" if m["markers"] else "no markers"]

@@ -10,6 +10,7 @@
 
 #include "rdma_tutorial/cm_events.hpp"
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/waiting.hpp"
 
 namespace rdma::cm {
 
@@ -109,15 +110,15 @@ cm_event connect(rdma_event_channel* channel, cm_id_ptr& id, const connect_targe
       // way. A rejected id cannot connect again; take a new one and retry
       // until the deadline.
       const bool nobody = answer.type == RDMA_CM_EVENT_REJECTED && nobody_listens(answer.status);
-      if (!nobody || ms_left(deadline) < 200) {
+      if (!nobody || ms_left(deadline) < waiting_policy::cm_connect_least.count()) {
         throw explain(answer, rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), step);
       }
-    } else if (ms_left(deadline) < 200) {
+    } else if (ms_left(deadline) < waiting_policy::cm_connect_least.count()) {
       // siw's refused TCP connection, from the call: the same news as a
       // REJECTED event for nobody listening, a moment sooner.
       throw verbs_error(refused, step, "nobody listens on that address and port: start the server first, or check -p");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(waiting_policy::cm_connect_retry);
     cm_id_ptr next = resolve(channel, to.address, to.name, to.resolve_ms, to.ack_timeout, to.tos);
     // The caller's PD and CQ belong to the device the first id resolved to.
     if (next->verbs != id->verbs) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "rdma_tutorial/error.hpp"
+#include "rdma_tutorial/waiting.hpp"
 
 namespace rdma::tcp {
 
@@ -145,7 +146,7 @@ socket connect_to(const std::string& host, std::uint16_t port, deadline until) {
     }
     if (err != ECONNREFUSED) throw verbs_error(err, "connect(" + where + ")");
     last_err = err;  // nobody listens yet: the server may still be starting
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(waiting_policy::tcp_connect_retry);
   }
   throw tutorial_error("no server answered at " + where + " within " + seconds_text(clock::now() - start) +
                            (last_err != 0 ? " (" + errno_name(last_err) + ": nobody listens there)" : ""),

@@ -55,7 +55,7 @@ void refuse_without_write_with_imm(const ibv_context* ctx, const ibv_device_attr
   throw tutorial_error(device_name(ctx) +
                        " is an iWARP device whose provider (siw) posts no RDMA Write with Immediate, and " +
                        std::string(uses_it) +
-                       " (RFC 7306 adds one to iWARP; siw does not implement it); stages 07 and 08 run on iWARP");
+                       " (RFC 7306 adds one to iWARP; siw does not implement it); stage 07 runs on iWARP");
 }
 
 }  // namespace rdma

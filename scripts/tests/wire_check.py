@@ -397,6 +397,24 @@ def stage_07_iwarp(out, packets, c):
              "the client's messages in order: the Write, the Read Request, the Send")
 
 
+def check_tos(args, packets, c, iwarp):
+    """A run with --tos N (docs/07-cm-events.md, "The traffic class"): on RoCE every packet of the connection carries
+    it in its IP header, the server's too (its path comes from the REQ), but the REJs of the tries nobody listened to;
+    on iWARP siw sets none, and every header carries 0."""
+    tos = option(args, "--tos", 0)
+    if iwarp:
+        seen = sorted({p.get("tos", 0) for p in packets})
+        c.expect(seen == [0], f"on iWARP the type of service stays 0 in every IP header (seen: {seen})")
+        return
+    rejected = [p for p in packets if p.get("cm") == "REJ"]
+    carried = [p for p in packets if p.get("cm") != "REJ"]
+    c.expect(bool(carried) and all(p.get("tos") == tos for p in carried),
+             f"every packet of the connection, both sides', carries TOS {tos} (DSCP {tos >> 2}, ECN {tos & 3}) "
+             f"(seen: {sorted({p.get('tos') for p in carried})})")
+    c.expect(all(p.get("tos") == 0 for p in rejected),
+             f"the REJs of the tries nobody listened to carry none ({len(rejected)})")
+
+
 def exercise_no_remote_write(out, packets, c):
     mtu, dqpn, psn = tcp_endpoints(out)
     length = field(r"^\[client\] RDMA Write: (\d+) bytes", out, "write length", 10)
@@ -740,6 +758,8 @@ def check_runs(c, runs, work):
         check_listing(c, as_on(kernel, r["expected"], r["provider"]), out.rstrip("\n").split("\n") + lines, r["where"])
         if not ran:
             continue
+        if "--tos" in r["args"]:
+            check_tos(r["args"], packets, c, iwarp)
         if iwarp:
             if c.expect(r["stage"] in IWARP_STAGES, f"wire_check knows what {r['stage']}'s iWARP traffic should show"):
                 IWARP_STAGES[r["stage"]](out, packets, c)

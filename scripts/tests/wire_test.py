@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""scripts/wire.py's decoding and wire_check.py's logic on two captures
-recorded across the pair (scripts/tests/data/: stage 04's 3000-byte write and
-its notice; stage 05's first write answered by RNR NAKs, the no_recv_posted
+"""scripts/wire.py's decoding and wire_check.py's logic on captures recorded
+across the pair (scripts/tests/data/: stage 04's 3000-byte write and its
+notice; stage 05's first write answered by RNR NAKs, the no_recv_posted
 server; stage 07's connection with the no_responder_resources server, its
-CM MADs), and the comparison of a chapter's listing with a run, no device
-needed. Exit 77 when tshark is not installed.
+CM MADs; 07 with --tos 104; 07 over Soft-iWARP, TCP, MPA, DDP and RDMAP),
+and the comparison of a chapter's listing with a run, no device needed.
+Exit 77 when tshark is not installed.
 
   wire_test.py SOURCE_ROOT
 """
@@ -96,6 +97,58 @@ wire_check.exercise_no_responder_resources("", p, c)
 expect(c.failed == 0, "wire_check's no_responder_resources check holds on it")
 expect("CM REP qpn=0x18 psn=0x86ce9f resp_res=0 init_depth=0" in wire.line([x for x in p if x.get("cm") == "REP"][-1]),
        "07: the listing's line for the REP")
+
+# Stage 07 with --tos 104 across the pair (Soft-RoCE): the IP header's type of service on every packet of the
+# connection, the server's too, but not on the REJs of the tries nobody listened to.
+p = wire.decode(os.path.join(data, "07_tos.pcap"))
+expect(all(x["tos"] == 104 for x in p if x.get("cm") != "REJ") and all(x["tos"] == 0 for x in p if x.get("cm") == "REJ"),
+       "07 --tos 104: TOS 104 (DSCP 26) on everything but the REJs, which carry 0")
+expect(wire.line(p[-1]).endswith("TOS 0x68 (DSCP 26, ECN 0)"), "07 --tos: the listing's line names the DSCP and ECN")
+expect(not wire.line(wire.decode(os.path.join(data, "04_write_send.pcap"))[0]).count("TOS"), "no TOS on a line of TOS 0")
+c = wire_check.Checks(quiet=True)
+wire_check.check_tos(["--tos", "104"], p, c, iwarp=False)
+expect(c.failed == 0, "wire_check's TOS check holds on it")
+c = wire_check.Checks(quiet=True)
+wire_check.check_tos(["--tos", "96"], p, c, iwarp=False)
+expect(c.failed == 1, "wire_check names another TOS than the run's")
+
+# Stage 07 over Soft-iWARP across the pair, 3000 bytes: TCP, MPA, and DDP segments with their RDMAP opcodes.
+p = wire.decode_iwarp(os.path.join(data, "07_siw.pcap"))
+expect(wire.decode(os.path.join(data, "07_siw.pcap")) == [], "07 over siw: no RoCE v2 in it")
+setup = [(x["dir"], x["opcode"]) for x in p if x["opcode"].startswith(("TCP", "MPA"))]
+expect(setup[-6:] == [("c>s", "TCP SYN"), ("s>c", "TCP SYN ACK"), ("c>s", "MPA Request"), ("s>c", "MPA Reply"),
+                      ("c>s", "TCP FIN"), ("s>c", "TCP FIN")] and
+       setup[:-6] == [("c>s", "TCP SYN"), ("s>c", "TCP RST ACK")] * ((len(setup) - 6) // 2),
+       "07 over siw: SYN refused by RST while nobody listened, then SYN, SYN ACK, MPA Request and Reply, FIN each way")
+mpa = {x["opcode"]: x["mpa"] for x in p if "mpa" in x}
+expect(mpa["MPA Request"]["rev"] == 2 and (mpa["MPA Request"]["ird"], mpa["MPA Request"]["ord"]) == (0, 1) and
+       (mpa["MPA Reply"]["ird"], mpa["MPA Reply"]["ord"]) == (1, 0) and not mpa["MPA Reply"]["rejected"],
+       "07 over siw: MPA revision 2, the client's ORD 1 and the server's IRD 1")
+expect(mpa["MPA Request"]["private_data"] == b"cm07".hex() + "00000bb8" and len(mpa["MPA Reply"]["private_data"]) == 40,
+       "07 over siw: the private data as sent, the hello's 8 bytes (size 3000) and the region's 20")
+ddp = [x for x in p if "tagged" in x]
+expect([x["opcode"] for x in ddp] == ["RDMA Write"] * 3 + ["RDMA Read Request"] + ["RDMA Read Response"] * 3 + ["Send"],
+       "07 over siw: three Write segments, the Read Request, three Response segments, the Send")
+expect([x["payload"] for x in ddp] == [1428, 1428, 144, 0, 1428, 1428, 144, 8] and [x["last"] for x in ddp] ==
+       [False, False, True, True, False, False, True, True], "07 over siw: payload lengths from MPA's ULPDU, the Last flags")
+expect([x["to"] for x in ddp[:3]] == [0x55ff4dbc7000, 0x55ff4dbc7594, 0x55ff4dbc7b28] and
+       all(x["stag"] == 0xbfd86800 for x in ddp[:3]), "07 over siw: the Write's tagged offsets, one after another, under the rkey")
+expect(ddp[3]["read"] == {"sink_stag": 0x331c1800, "sink_to": 0x55bb434f4000, "size": 3000, "source_stag": 0xbfd86800,
+                          "source_to": 0x55ff4dbc7000} and (ddp[3]["qn"], ddp[3]["msn"]) == (1, 1),
+       "07 over siw: the Read Request, untagged on queue 1, naming the sink and the source")
+expect(ddp[7]["tagged"] is False and (ddp[7]["qn"], ddp[7]["msn"], ddp[7]["mo"]) == (0, 1, 0), "07 over siw: the Send, untagged on queue 0")
+expect("untagged qn=1 msn=1 mo=0 sink stag=0x331c1800 to=0x55bb434f4000 size=3000" in wire.iwarp_line(ddp[3]) and
+       "192.0.2.1:34489 > 192.0.2.2:18515" in wire.iwarp_line(next(x for x in p if x["opcode"] == "TCP FIN")),
+       "07 over siw: the listing's lines for the Read Request and a FIN")
+printed = ("[client] ESTABLISHED: siw0 port 1, 192.0.2.1:34489 -> 192.0.2.2:18515; the server's region: 4096 bytes at "
+           "0x55ff4dbc7000, rkey 0xbfd86800\n[client] RDMA Write: 3000 bytes to 0x55ff4dbc7000\n"
+           "[client] RDMA Read: 3000 bytes back from 0x55ff4dbc7000 into our copy at 0x55bb434f4000, key 0x331c1800\n")
+c = wire_check.Checks(quiet=True)
+wire_check.stage_07_iwarp(printed, p, c)
+expect(c.failed == 0, "wire_check's iWARP check of 07 holds on it")
+c = wire_check.Checks(quiet=True)
+wire_check.stage_07_iwarp(printed.replace("key 0x331c1800", "key 0x331c1801"), p, c)
+expect(c.failed == 2, f"wire_check names a sink key the Read Request and its Response do not carry ({c.failed} checks)")
 
 # A chapter's listing against a run: masked, stream by stream, "..." a gap, a packet sent again passed over.
 run = ["[client] QP 0x11: sq_psn 0xaa",

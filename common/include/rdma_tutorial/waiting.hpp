@@ -56,6 +56,30 @@ inline constexpr int server_nap_ms = 10;
 // shortest deadline will do, on any device.
 inline constexpr int channel_sleep_ms = 100;
 
+// A client that finds nobody listening tries again after a nap: a server
+// started beside it (run.sh, a test) may still be on its way. TCP's connect
+// (tcp.cpp, stages 04-06 and 08) naps `tcp_connect_retry`; rdma_cm's
+// (cm_connect.cpp, 07 and 09), which resolves a new id for each try,
+// `cm_connect_retry`, and gives up when less than `cm_connect_least` is
+// left of its --wait-ms. Any value that is short beside --wait-ms will do,
+// on any device.
+inline constexpr std::chrono::milliseconds tcp_connect_retry = 50ms;
+inline constexpr std::chrono::milliseconds cm_connect_retry = 100ms;
+inline constexpr std::chrono::milliseconds cm_connect_least = 200ms;
+
+// The clients of 06 and 09 look at their peer (06: the TCP socket; 09: the
+// CM event channel) once every `looks_per_peer_check` looks of their credit
+// wait (nap_wait.hpp): often enough to notice a server that is gone within
+// milliseconds, seldom enough to cost nothing beside the credit word's read.
+inline constexpr std::uint32_t looks_per_peer_check = 1024;
+// 07's server waits for the client's notice by polling the CQ, with a
+// poll() of `notice_nap_ms` on the CM channel in between (a wait that only
+// one message ends; stage 08 sleeps on a completion channel instead).
+inline constexpr int notice_nap_ms = 1;
+// 06's server gives a joining client's handshake at most this long (or
+// --wait-ms, if shorter), so one slow client cannot hold up the others'.
+inline constexpr std::chrono::milliseconds join_handshake_limit = 1000ms;
+
 // The ACK timeout of the stages whose peers may sit across the two-guest
 // wire (06, 08, 09) on Soft-RoCE, in place of qp_params' 14: 18 is 1.07 s
 // a try (4.096 us x 2^18). At 67 ms a try, 06's credit writes across the

@@ -330,6 +330,19 @@ else
   report OK "guest: qemu and kernel $guest_kver with rdma_rxe; scripts/rxe_vm.sh can boot one; $kvm"
 fi
 [[ -n "$guest_list" ]] && report INFO "guest kernels with rdma_rxe: $guest_list"
+# Soft-iWARP for the guests (rxe_vm.sh --provider siw): built from Debian's
+# kernel source on first use; say for which kernels that can be had.
+if [[ -z "$guest_problem" ]]; then
+  siw_list="" siw_missing=""
+  for k in $(guest_kernels); do
+    if why=$(scripts/siw_module.sh --check "$k"); then siw_list="${siw_list:+$siw_list, }$k"
+    else siw_missing="${siw_missing:+$siw_missing; }${why#siw for }"; fi
+  done
+  if [[ -n "$siw_list" ]]; then
+    report INFO "Soft-iWARP (--provider siw) for: $siw_list (scripts/siw_module.sh builds it on first use)"
+  fi
+  [[ -z "$siw_missing" ]] || report INFO "no Soft-iWARP for $siw_missing (only --provider siw needs it)"
+fi
 
 # --- 8. the kernel's Soft-RoCE -------------------------------------------------------
 # rxe changed between kernels; the chapters say which of the two tested

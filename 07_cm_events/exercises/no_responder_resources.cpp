@@ -86,6 +86,8 @@ cm_event connection_event(rdma_event_channel* channel, rdma_cm_id* id, clock::ti
 // travels apart from the Send (CM messages, not our QP): when it comes,
 // rdma_disconnect moves our QP to ERR, and the Recv's one completion says
 // which came first: SUCCESS, the notice; WR_FLUSH_ERR, nothing filled it.
+// (On iWARP the connection is the QP's own TCP stream: its end flushes the
+// Recv at once, often before the DISCONNECTED.)
 notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_cm_id* id,
                        const rdma::registered_buffer& notice_buf, int wait_ms, bool& disconnected) {
   const auto deadline = clock::now() + std::chrono::milliseconds(wait_ms);
@@ -101,10 +103,6 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_c
       rdma::check_errno(rdma_disconnect(id), "rdma_disconnect");
       disconnected = true;
       wc = rdma::poll_one(dev.cq.get(), 1000, "the notice's Recv, after the disconnect");
-      if (wc.status == IBV_WC_WR_FLUSH_ERR) {
-        throw rdma::tutorial_error("the client disconnected before its notice (our Recv came back flushed)",
-                                   "see the client's output for why it left");
-      }
       break;
     }
     if (clock::now() >= deadline) {
@@ -113,6 +111,13 @@ notice wait_for_notice(const on_device& dev, rdma_event_channel* channel, rdma_c
                                  "looks the same as a silent one: give the server a --wait-ms longer than they "
                                  "take, or see the client's output");
     }
+  }
+  // Flushed: the connection ended first. On RoCE the DISCONNECTED came and
+  // our rdma_disconnect flushed the Recv; on iWARP the client's closed TCP
+  // connection put our QP in error at once, before rdma_cm's event.
+  if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+    throw rdma::tutorial_error("the client disconnected before its notice (our Recv came back flushed)",
+                               "see the client's output for why it left");
   }
   rdma::check_wc(wc);
   std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());

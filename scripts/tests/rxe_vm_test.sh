@@ -76,4 +76,20 @@ expect "a one-program stage refuses --pair" $? 2 "$out" 'has one program and no 
 out=$(scripts/run_stage.sh 2>&1)
 expect "run_stage.sh called by its own name says how to call it" $? 2 "$out" 'call this script as NN_stage/run.sh'
 
+# --provider siw (Soft-iWARP; its stages run in the siw suite): bad
+# spellings refused before anything boots, and a guest of the other
+# provider refuses to pretend.
+out=$($vm --provider roce -- true 2>&1)
+expect "--provider takes rxe or siw, nothing else" $? 2 "$out" "takes rxe \(Soft-RoCE\) or siw \(Soft-iWARP\), got 'roce'"
+out=$(BUILD_DIR="$build" 04_rdma_write/run.sh --pair --provider siw --drop 2 2>&1)
+expect "run.sh refuses to lose packets on iWARP: TCP resends them before RDMA sees the loss" $? 2 "$out" 'iWARP rides in TCP'
+if [[ -n "$(siw_kernels)" ]]; then
+  out=$($vm --provider siw -- bash -c 'rdma link show; ls /sys/class/infiniband; scripts/rxe_vm.sh --provider rxe -- true' 2>&1)
+  expect "--provider siw boots siw0 on dummy0 and no rxe0" $? 2 "$out" '^link siw0/1 state ACTIVE .*netdev dummy0'
+  expect "a siw guest asked for rxe says it has siw's device" 0 0 "$out" "this guest's device is siw's; --provider rxe boots a guest from the host"
+  expect "and lists no rxe device" 0 0 "$(grep -c '^rxe' <<<"$out")" '^0$'
+else
+  echo "skip: no guest kernel has siw here (scripts/install_deps.sh installs linux-source and the headers on Debian 12)"
+fi
+
 exit $((failures > 0))

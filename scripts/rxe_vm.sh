@@ -175,7 +175,10 @@ modules=(rdma_rxe rdma_ucm ib_umad crc32_generic dummy 9p 9pnet_virtio virtio_pc
 [[ $pair == 1 ]] && modules+=(virtio_net nf_tables nft_numgen sch_prio cls_fw act_gact sch_netem)
 : > "$root/modules/load"
 declare -A seen=()
-for m in "${modules[@]}"; do
+# add_module MODULE: MODULE and what it depends on, in modprobe's order,
+# each once, uncompressed into the initramfs and listed for the init.
+add_module() {
+  local verb path params base
   while read -r verb path params; do
     [[ "$verb" == insmod && -z "${seen[$path]:-}" ]] || continue
     seen[$path]=1
@@ -187,8 +190,9 @@ for m in "${modules[@]}"; do
       *) cp "$path" "$root/modules/$base" ;;
     esac
     echo "/modules/$base $params" >> "$root/modules/load"
-  done < <(modprobe --show-depends -S "$kver" "$m" 2>/dev/null || true)
-done
+  done < <(modprobe --show-depends -S "$kver" "$1" 2>/dev/null || true)
+}
+for m in "${modules[@]}"; do add_module "$m"; done
 grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rxe for $kver (run depmod $kver)"
 # Soft-iWARP: the module built for this kernel (scripts/siw_module.sh),
 # after what it depends on (ib_core, libcrc32c and, on 6.12, ib_uverbs).
@@ -197,19 +201,7 @@ grep -q rdma_rxe "$root/modules/load" || die "modprobe could not resolve rdma_rx
 # listed by modprobe beside it, serves.
 if [[ $provider == siw ]]; then
   siw_ko=$("$(dirname "${BASH_SOURCE[0]}")/siw_module.sh" "$kver") || die "no siw.ko for $kver (the line above says why)"
-  for m in $(modinfo -F depends "$siw_ko" | tr ',' ' '); do
-    while read -r verb path params; do
-      [[ "$verb" == insmod && -z "${seen[$path]:-}" ]] || continue
-      seen[$path]=1
-      base=$(basename "$path")
-      case "$base" in
-        *.ko.xz) xz -dc "$path" > "$root/modules/${base%.xz}"; base=${base%.xz} ;;
-        *.ko.zst) zstd -qdc "$path" > "$root/modules/${base%.zst}"; base=${base%.zst} ;;
-        *) cp "$path" "$root/modules/$base" ;;
-      esac
-      echo "/modules/$base $params" >> "$root/modules/load"
-    done < <(modprobe --show-depends -S "$kver" "$m" 2>/dev/null || true)
-  done
+  for m in $(modinfo -F depends "$siw_ko" | tr ',' ' '); do add_module "$m"; done
   cp "$siw_ko" "$root/modules/siw.ko"
   echo "/modules/siw.ko" >> "$root/modules/load"
 fi

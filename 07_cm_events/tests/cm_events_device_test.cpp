@@ -183,17 +183,19 @@ TEST_CASE("a server granting no responder resources should leave the client's RD
   CHECK(has_line(r.server.err, "^cm_events: the client disconnected before its notice \\(our Recv came back flushed\\)$"));
 }
 
-TEST_CASE("a client asking for more than the region should be rejected with the server's reason, and the next served") {
-  const std::string ip = rdma_cm_address();
+namespace {
+
+// A server whose region is 100 bytes: a client asking for 4096 is
+// rejected with the server's reason, in the words `reason` gives for the
+// transport's status; the next client, asking for 64, is served.
+void check_rejected_then_served(const std::string& ip, const std::string& reason) {
   auto server = rdma::testing::start(server_command({"--size", "100"}));
   REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
   const auto greedy = rdma::testing::run(client_command({"--size", "4096"}, ip), 60s);
   INFO(rdma::testing::describe(greedy));
   CHECK(greedy.exit_code == 1);
-  CHECK(has_line(greedy.err, "^cm_events: rdma_connect\\(" + quoted(ip) +
-                                 ":18515\\): RDMA_CM_EVENT_REJECTED \\(the server's own reason \\(reason 28, consumer "
-                                 "reject\\)\\): the peer rejected the connection: \"asks for 4096 bytes; the region "
-                                 "holds 100\"$"));
+  CHECK(has_line(greedy.err, "^cm_events: rdma_connect\\(" + quoted(ip) + ":18515\\): RDMA_CM_EVENT_REJECTED \\(" + reason +
+                                 "\\): the peer rejected the connection: \"asks for 4096 bytes; the region holds 100\"$"));
   const auto modest = rdma::testing::run(client_command({"--size", "64"}, ip), 60s);
   INFO(rdma::testing::describe(modest));
   CHECK(modest.exit_code == 0);
@@ -202,6 +204,12 @@ TEST_CASE("a client asking for more than the region should be rejected with the 
   CHECK(s.exit_code == 0);
   CHECK(has_line(s.out, "^rejected: asks for 4096 bytes; the region holds 100$"));
   CHECK(has_line(s.out, "^the client wrote 64 bytes: \"hello over rdma_cm\", fnv1a 0x[0-9a-f]{8} \\(as in its notice\\)$"));
+}
+
+}  // namespace
+
+TEST_CASE("a client asking for more than the region should be rejected with the server's reason, and the next served") {
+  check_rejected_then_served(rdma_cm_address(), "the server's own reason \\(reason 28, consumer reject\\)");
 }
 
 TEST_CASE("a client with nobody listening should retry until --wait-ms, then name the rejection") {
@@ -352,23 +360,7 @@ TEST_CASE("on iWARP, a client with nobody listening should retry on each refused
 }
 
 TEST_CASE("on iWARP, a rejection should arrive as an MPA reject with the server's reason, and the next client be served") {
-  const std::string ip = rdma_cm_address();
-  auto server = rdma::testing::start(server_command({"--size", "100"}));
-  REQUIRE(server->wait_for_output("(rdma_listen)", rdma::testing::scaled(30s)));
-  const auto greedy = rdma::testing::run(client_command({"--size", "4096"}, ip), 60s);
-  INFO(rdma::testing::describe(greedy));
-  CHECK(greedy.exit_code == 1);
-  CHECK(has_line(greedy.err, "^cm_events: rdma_connect\\(" + quoted(ip) +
-                                 ":18515\\): RDMA_CM_EVENT_REJECTED \\(the server's own reason \\(iWARP: an MPA reject, "
-                                 "status -104, ECONNRESET\\)\\): the peer rejected the connection: \"asks for 4096 "
-                                 "bytes; the region holds 100\"$"));
-  const auto modest = rdma::testing::run(client_command({"--size", "64"}, ip), 60s);
-  INFO(rdma::testing::describe(modest));
-  CHECK(modest.exit_code == 0);
-  const auto s = server->wait(rdma::testing::scaled(30s));
-  INFO(rdma::testing::describe(s));
-  CHECK(s.exit_code == 0);
-  CHECK(has_line(s.out, "^rejected: asks for 4096 bytes; the region holds 100$"));
+  check_rejected_then_served(rdma_cm_address(), "the server's own reason \\(iWARP: an MPA reject, status -104, ECONNRESET\\)");
 }
 
 TEST_CASE("on iWARP, a connect to a silent address should end at --wait-ms, though siw's rdma_connect blocks in TCP's connect") {

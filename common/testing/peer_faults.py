@@ -125,6 +125,18 @@ class Role:
         self.proc.wait()
 
 
+def receive_endpoint(conn):
+    """What a connecting client sends first, its endpoint: up to ENDPOINT bytes, fewer if it closes first."""
+    conn.settimeout(10 * TIME_SCALE)
+    got = b""
+    while len(got) < ENDPOINT:
+        chunk = conn.recv(ENDPOINT - len(got))
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
 def wait_until(condition, seconds, step=0.05):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -300,13 +312,7 @@ class Faults:
                 try:
                     conn, _ = listener.accept()
                     with conn:
-                        conn.settimeout(10 * TIME_SCALE)
-                        got = b""
-                        while len(got) < ENDPOINT:
-                            chunk = conn.recv(ENDPOINT - len(got))
-                            if not chunk:
-                                break
-                            got += chunk
+                        got = receive_endpoint(conn)
                         valid = valid or (got if len(got) == ENDPOINT else None)
                         if message is not None and valid is not None:
                             message = [m for c, m, _ in self.hostile_messages(valid) if c == case][0]
@@ -406,13 +412,7 @@ class Faults:
             try:
                 conn, _ = listener.accept()
                 with conn:
-                    conn.settimeout(10 * TIME_SCALE)
-                    got = b""
-                    while len(got) < ENDPOINT:
-                        chunk = conn.recv(ENDPOINT - len(got))
-                        if not chunk:
-                            break
-                        got += chunk
+                    got = receive_endpoint(conn)
                     if len(got) != ENDPOINT:
                         problems.append(f"the client sent {len(got)} bytes of its endpoint, not {ENDPOINT}")
                     else:

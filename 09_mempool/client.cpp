@@ -222,7 +222,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   const sockaddr_in server = rdma::cm::ipv4_address(opts.peer.server, opts.peer.port);
   const std::string to = opts.peer.server + ":" + std::to_string(opts.peer.port);
   // Address and route (stage 07, common/src/cm_events.cpp).
-  rdma::cm_id_ptr id = rdma::cm::resolve(channel, server, to, opts.resolve_ms, opts.ack_timeout);
+  rdma::cm_id_ptr id = rdma::cm::resolve(channel, server, to, opts.resolve_ms, std::nullopt);
 
   // What we will ask of the device rdma_cm chose, against what it takes.
   const rdma::device_limits limits(id->verbs);
@@ -231,7 +231,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   // 1.07 s a try, on Soft-RoCE, where less failed across the two-guest wire;
   // 14 on a NIC), known only now that rdma_cm has chosen the device.
   const std::uint8_t ack_timeout = opts.ack_timeout.value_or(rdma::default_ack_timeout(limits.attr()));
-  if (!opts.ack_timeout) rdma::cm::set_ack_timeout(id.get(), ack_timeout);
+  rdma::cm::set_ack_timeout(id.get(), ack_timeout);
   limits.queue_depth(send_queue, "writes in flight");
   limits.cq_entries(send_queue + 2);
   on_device dev;

@@ -161,9 +161,7 @@ void server::join(const rdma::cm::cm_event& request) {
     param.initiator_depth = 0;
     param.rnr_retry_count = 0;      // the client's writes: with credits an RNR NAK is a bug, fail at the first
     // 18 (1.07 s a try) on Soft-RoCE, 14 on a NIC (waiting.hpp), or --ack-timeout.
-    std::uint8_t timeout = opts_.ack_timeout.value_or(rdma::default_ack_timeout(limits_.attr()));
-    rdma::check_errno(rdma_set_option(c->id.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout),
-                      "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+    rdma::cm::set_ack_timeout(c->id.get(), opts_.ack_timeout.value_or(rdma::default_ack_timeout(limits_.attr())));
     rdma::check_errno(rdma_accept(c->id.get(), &param), "rdma_accept");
   } catch (const std::exception& e) {
     // Nothing reached the client yet: refuse it and put everything back.

@@ -102,12 +102,12 @@ def _opcode_name(showname):
     return name
 
 
-def decode(path, client="192.0.2.1"):
-    """The capture's RoCE v2 packets as dicts, in capture order."""
+def _pdml_packets(path, display_filter):
+    """The packets of the capture at PATH that tshark's DISPLAY_FILTER keeps, as its PDML elements."""
     if not os.path.exists(path):
         raise WireError(f"no capture at {path}")
     try:
-        run = subprocess.run(["tshark", "-r", path, "--disable-protocol", "rpcordma", "-Y", "infiniband", "-T", "pdml"],
+        run = subprocess.run(["tshark", "-r", path, "--disable-protocol", "rpcordma", "-Y", display_filter, "-T", "pdml"],
                              capture_output=True, text=True, env=dict(os.environ, LANG="C"))
     except FileNotFoundError:
         raise WireError("tshark not found: scripts/install_deps.sh installs it (Debian package tshark)")
@@ -115,9 +115,14 @@ def decode(path, client="192.0.2.1"):
         # tshark warns about running as root on stderr; anything else is the reason.
         reason = [l for l in run.stderr.splitlines() if l.strip() and "could be dangerous" not in l]
         raise WireError(f"tshark -r {path} failed: {' '.join(reason) or 'exit ' + str(run.returncode)}")
+    return ET.fromstring(run.stdout).iter("packet")
+
+
+def decode(path, client="192.0.2.1"):
+    """The capture's RoCE v2 packets as dicts, in capture order."""
     packets = []
     start = None
-    for pkt in ET.fromstring(run.stdout).iter("packet"):
+    for pkt in _pdml_packets(path, "infiniband"):
         protos = {p.get("name"): p for p in pkt.findall("proto")}
         if "infiniband" not in protos:
             continue
@@ -302,19 +307,8 @@ def decode_iwarp(path, client="192.0.2.1"):
     (SYN, RST, FIN), the MPA Request and Reply that start iWARP on a connection, and each DDP segment (one
     FPDU; a TCP segment may carry several). TCP's own ACKs and its resends are left out: they carry no
     RDMA message (a resend's bytes were listed where they first went)."""
-    if not os.path.exists(path):
-        raise WireError(f"no capture at {path}")
-    try:
-        run = subprocess.run(["tshark", "-r", path, "--disable-protocol", "rpcordma", "-Y",
-                              "tcp.flags.syn == 1 || tcp.flags.fin == 1 || tcp.flags.reset == 1 || iwarp_mpa",
-                              "-T", "pdml"], capture_output=True, text=True, env=dict(os.environ, LANG="C"))
-    except FileNotFoundError:
-        raise WireError("tshark not found: scripts/install_deps.sh installs it (Debian package tshark)")
-    if run.returncode != 0:
-        reason = [l for l in run.stderr.splitlines() if l.strip() and "could be dangerous" not in l]
-        raise WireError(f"tshark -r {path} failed: {' '.join(reason) or 'exit ' + str(run.returncode)}")
     out, start = [], None
-    for pkt in ET.fromstring(run.stdout).iter("packet"):
+    for pkt in _pdml_packets(path, "tcp.flags.syn == 1 || tcp.flags.fin == 1 || tcp.flags.reset == 1 || iwarp_mpa"):
         protos = pkt.findall("proto")
         named = {p.get("name"): p for p in protos}
         if "tcp" not in named:

@@ -91,7 +91,7 @@ stage_dir="subprojects/$stage/"
 # and two tee per program (0.2 to 0.3 s a check in the guest under TCG), so
 # it is asked for, never the default.
 # Where the checker runs: on a device (lib.sh's on_device); an exercise
-# whose header has a PAIR line crosses the wire between two hosts, so it
+# whose checker file has a PAIR line crosses the wire between two hosts, so it
 # runs in the first guest of a pair booted for it (about 30 s: never in the
 # workshop's warm guest, which is one host), or where that pair already is.
 where() {
@@ -106,7 +106,7 @@ where() {
   fi
 }
 pair=0
-grep -q '^// PAIR:' "$source_file" && pair=1
+grep -q '^PAIR:' "$stage/exercises/checker/$name.check" && pair=1
 judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with --show-output what each program printed
   [[ $show_output == 1 ]] || { where "$build/subprojects/common/exercise_check" "${expect[@]}" "$source_file" "$1"; return; }
   local kept status f n=0 count
@@ -116,8 +116,13 @@ judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with -
   {
     echo '#!/bin/bash'
     echo '# written by scripts/check_exercise.sh --show-output: one program, its output copied here'
-    printf 'printf "%%q " "$@" > %q/$$.cmd\n' "$kept"
-    printf 'exec > >(exec tee %q/$$.out) 2> >(exec tee %q/$$.err >&2)\n' "$kept" "$kept"
+    # Named by role, not by process id alone: across two guests ids say
+    # nothing of the order, and the two guests can hand out the same one.
+    # A client is the program told its server (-s); the checker starts
+    # nothing else with one.
+    echo 'role=server; for a in "$@"; do [[ $a == -s || $a == --server ]] && role=client; done'
+    printf 'printf "%%q " "$@" > %q/$role.$$.cmd\n' "$kept"
+    printf 'exec > >(exec tee %q/$role.$$.out) 2> >(exec tee %q/$role.$$.err >&2)\n' "$kept" "$kept"
     printf 'exec %s"$@"\n' "${RDMA_TUTORIAL_WRAPPER:+$(printf '%q ' "$RDMA_TUTORIAL_WRAPPER")}"
   } > "$kept/keep.sh"
   chmod +x "$kept/keep.sh"
@@ -128,11 +133,17 @@ judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with -
   local started=("$kept"/*.cmd)
   count=${#started[@]}
   echo "--- the programs' whole output ---"
-  # In the order they started, by process id: a server is started before its clients.
-  for f in $(printf '%s\n' "${started[@]}" | sed 's|.*/||; s|\.cmd$||' | sort -n); do
-    n=$((n + 1))
-    local who="program"
-    (( count > 1 )) && { (( n == 1 )) && who="server" || who="client $((n - 1))"; }
+  # The server first, then its clients in the order they started (one guest: by process id).
+  local clients
+  clients=$(printf '%s\n' "${started[@]}" | grep -c '/client\.' || true)
+  for f in $(printf '%s\n' "${started[@]}" | sed 's|.*/||; s|\.cmd$||' | sort -t. -k1,1r -k2,2n); do
+    local who=${f%%.*}
+    if [[ $who == client ]]; then
+      n=$((n + 1))
+      (( clients > 1 )) && who="client $n"
+    elif (( count == 1 )); then
+      who="program"
+    fi
     echo "--- $who: $(<"$kept/$f.cmd")"
     cat "$kept/$f.out" "$kept/$f.err" 2>/dev/null
   done

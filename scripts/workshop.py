@@ -608,7 +608,7 @@ class Runner:
         section = lib.SECTION.search(levels[-1]) if levels else None
         lines = [f"{e.qualified}: {e.title}",
                  f"  file:     {e.path}",
-                 f"  symptom:  {lib.readable_symptom(e.symptom)}"]
+                 f"  symptom:  {e.symptom}"]
         if section:
             lines.append(f'  chapter:  docs/{section.group(1)}, section "{section.group(2)}"')
         return lines

@@ -4,10 +4,12 @@ learner's progress, and the names a learner types. Nothing here runs a
 program, builds or touches a device, so all of it is unit-tested on the host
 (scripts/tests/workshop_test.py).
 
-An exercise is NN_stage/exercises/NAME.cpp; its header carries the lines
-common/tools/exercise_spec.hpp describes (EXERCISE:, SYMPTOM:, ...) and a
-TODO paragraph. Beside it, NAME.hints holds its hints, one level per
-paragraph, the first where to look, the last the chapter section.
+An exercise is NN_stage/exercises/NAME.cpp; its header carries its title
+(EXERCISE:, what goes wrong, never what to change) and a TODO paragraph.
+Beside it, NAME.hints holds its hints, one level per paragraph, the first
+where to look, the last the chapter section; and checker/NAME.check what
+the checker reads (common/tools/exercise_spec.hpp: SYMPTOM-SAYS:, PAIR:, ...),
+out of the learner's way.
 """
 
 import json
@@ -34,11 +36,12 @@ class Exercise:
         self.name = name
         self.path = os.path.join(stage, "exercises", name + ".cpp")
         self.hints_path = os.path.join(stage, "exercises", name + ".hints")
-        header = read_header(os.path.join(root, self.path))
-        self.title = header.get("EXERCISE", [""])[0]
-        self.symptom = header.get("SYMPTOM", [""])[0]
-        self.two_peers = "SERVER" in header
-        self.pair = "PAIR" in header  # across the two guests of scripts/rxe_vm.sh --pair
+        self.checker_path = os.path.join(stage, "exercises", "checker", name + ".check")
+        self.title = read_header(os.path.join(root, self.path)).get("EXERCISE", [""])[0]
+        checker = read_checker(os.path.join(root, self.checker_path))
+        self.symptom = checker.get("SYMPTOM-SAYS", [""])[0]  # in words: the regex may spell more than it should
+        self.two_peers = "SERVER" in checker
+        self.pair = "PAIR" in checker  # across the two guests of scripts/rxe_vm.sh --pair
         self.piece = piece_of(root, stage, name)
 
     @property
@@ -68,6 +71,17 @@ def read_header(path):
             if m:
                 header.setdefault(m.group(1), []).append(m.group(2) or "")
     return header
+
+
+def read_checker(path):
+    """The KEY: value lines of an exercise's checker file (checker/NAME.check), each key's values in order."""
+    checker = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^([A-Z-]+):(?: (.*))?$", line.rstrip("\n"))  # PAIR: may have no value
+            if m:
+                checker.setdefault(m.group(1), []).append(m.group(2) or "")
+    return checker
 
 
 def piece_of(root, stage, name):
@@ -382,12 +396,6 @@ def verdict_of(check_output):
         if line.startswith("still broken"):
             return False
     return None
-
-
-def readable_symptom(regex):
-    r"""A SYMPTOM regex as a reader would look for it: 'ibv_query_port\(port 0\)' -> 'ibv_query_port(port 0)'."""
-    text = re.sub(r"\\([()\[\].*+?|{}^$\\/-])", r"\1", regex)
-    return text.replace("\\d+", "N").replace("\\s", " ")
 
 
 # --- the solution --------------------------------------------------------------

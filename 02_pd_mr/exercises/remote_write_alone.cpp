@@ -1,9 +1,4 @@
-// EXERCISE: REMOTE_WRITE needs LOCAL_WRITE
-// SYMPTOM: ibv_reg_mr\(target, REMOTE_WRITE\) failed \(EINVAL\)
-// FIXED: ^  target  LOCAL_WRITE \| REMOTE_WRITE \(
-// FIXED-SAYS: the target buffer's registration line, registered
-// FIXED: ^  target .*\n.*\n +rkey 0x[0-9a-f]+  for the peer
-// FIXED-SAYS: the target buffer's rkey, for the peer
+// EXERCISE: the buffer the peer is to write cannot be registered
 //
 // This is access_flags.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh remote_write_alone
@@ -11,9 +6,10 @@
 //   pd_mr: ibv_reg_mr(target, REMOTE_WRITE) failed (EINVAL): Invalid argument
 //
 // TODO: the target buffer asks for exactly what the peer needs, which looks
-// minimal, and the kernel still refuses it. Give it the flag the verbs demand
-// alongside REMOTE_WRITE, and nothing more; the peer must still be able to
-// write it. (Hint: docs/02-pd-mr.md, section "Access flags".)
+// minimal, and the kernel still refuses it. Read which combinations of
+// access flags ibv_reg_mr(3) refuses. The peer must still be able to write
+// the buffer, and be given no more than that. (Hint: docs/02-pd-mr.md,
+// section "Access flags".)
 #include "stage.hpp"
 
 namespace stage02 {

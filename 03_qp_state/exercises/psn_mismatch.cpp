@@ -1,9 +1,4 @@
-// EXERCISE: one side's sq_psn is the other side's rq_psn
-// SYMPTOM: IBV_WC_RETRY_EXC_ERR
-// FIXED: ^  QP B received "hello from QP A"$
-// FIXED-SAYS: QP B's line with the message from QP A
-// FIXED: ^  QP A received "hello from QP B"$
-// FIXED-SAYS: QP A's line with the message from QP B
+// EXERCISE: both QPs reach RTS, yet the first message never arrives
 //
 // This is connect.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh psn_mismatch

@@ -1,17 +1,12 @@
-// EXERCISE: sending needs RTS, not just RTR
-// SYMPTOM: ibv_post_send\(QP B\) failed
-// FIXED: ^  QP A received "hello from QP B"$
-// FIXED-SAYS: QP A's line with the answer from QP B
-// FIXED: ^both QPs are in RTS and a message went each way$
-// FIXED-SAYS: the closing line: both QPs in RTS, a message each way
+// EXERCISE: QP B receives, but its answer cannot be posted
 //
 // This is connect.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh stop_at_rtr
 //
-// TODO: QP B only answers, so whoever wrote this walked it only as far as
-// RTR, "ready to receive". The first message (A -> B) arrives; the answer
-// cannot leave. Bring QP B all the way to RTS, as QP A is. (Hint:
-// docs/03-qp-state.md, section "The state machine".)
+// TODO: QP B only answers. The first message (A -> B) arrives; posting the
+// answer fails, before anything reaches the wire. Compare the steps each QP
+// is taken through, and what each state allows. (Hint: docs/03-qp-state.md,
+// section "The state machine".)
 #include <cstdio>
 #include <string>
 

@@ -1,13 +1,4 @@
-// EXERCISE: advertise the GID your QP sends from
-// SYMPTOM: ibv_modify_qp\(our QP, INIT -> RTR\) failed \(EINVAL\)
-// FIXED: ^  completion: wr_id 1: IBV_WC_RDMA_WRITE$
-// FIXED-SAYS: the client's line that its write completed
-// FIXED: ^the client wrote 4096 bytes, 1 time\(s\)
-// FIXED-SAYS: the server's line with what the client wrote
-// ARGS: -s 192.0.2.2 --wait-ms 15000
-// SERVER: --wait-ms 15000 --accept-ms 30000
-// PAIR:
-// TIMEOUT: 90
+// EXERCISE: across two hosts, the server's QP cannot even reach RTR
 //
 // This is common/src/peer.cpp, the part of common every two-peer stage uses
 // to open the device and exchange endpoints, with one bug; here it runs in

@@ -1,13 +1,4 @@
-// EXERCISE: a lost packet is sent again, not fatal
-// SYMPTOM: IBV_WC_RETRY_EXC_ERR
-// FIXED: ^  completion: wr_id 1: IBV_WC_RDMA_WRITE$
-// FIXED-SAYS: the client's line that its write completed
-// FIXED: ^the client wrote 4096 bytes, 1 time\(s\)
-// FIXED-SAYS: the server's line with what the client wrote
-// ARGS: -s 192.0.2.2 --wait-ms 15000
-// SERVER: --wait-ms 15000 --accept-ms 30000
-// PAIR: --drop 4
-// TIMEOUT: 90
+// EXERCISE: one lost packet fails the write, and the QP with it
 //
 // This is common/src/transitions.cpp, the file stage 03 teaches and every
 // later stage uses, with one bug; here it runs in stage 04's rdma_write,

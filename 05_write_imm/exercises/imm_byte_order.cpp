@@ -1,13 +1,4 @@
-// EXERCISE: the immediate travels in network byte order: htonl once at the sender
-// SYMPTOM: self-test: imm 0x78563412 arrived, 0x12345678 was sent
-// FIXED: ^self-test: imm 0x12345678 arrived as sent$
-// FIXED-SAYS: the server's self-test line: the immediate arrived as sent
-// FIXED: ^imm 0x01000003: DATA, slot 3: 4096 bytes
-// FIXED-SAYS: the server's line for the DATA write to slot 3
-// FIXED: ^received 4 DATA write\(s\) and END$
-// FIXED-SAYS: the server's closing count: 4 DATA writes and END
-// ARGS: -s 127.0.0.1
-// SERVER: --accept-ms 20000
+// EXERCISE: the server's self-test finds the immediate's bytes reversed
 //
 // This is client.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh imm_byte_order

@@ -1,12 +1,4 @@
-// EXERCISE: every Write with Immediate consumes a Recv at the target
-// SYMPTOM: IBV_WC_RNR_RETRY_EXC_ERR
-// FIXED: ^self-test: imm 0x12345678 arrived as sent$
-// FIXED-SAYS: the server's self-test line: the immediate arrived as sent
-// FIXED: ^received 4 DATA write\(s\) and END$
-// FIXED-SAYS: the server's closing count: 4 DATA writes and END
-// ARGS: -s 127.0.0.1
-// SERVER: --accept-ms 20000
-// INJECT: RDMA_INJECT_LATE_RECV=300
+// EXERCISE: the client's first Write with Immediate fails: receiver not ready
 //
 // This is server.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh no_recv_posted

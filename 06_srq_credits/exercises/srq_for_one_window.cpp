@@ -1,15 +1,4 @@
-// EXERCISE: size the SRQ for every client's window, not one
-// SYMPTOM: IBV_WC_RNR_RETRY_EXC_ERR
-// FIXED: ^served 4 clients: 4 finished, 0 lost, 0 dropped; 8000 records in all$
-// FIXED-SAYS: the server's summary: all 4 clients finished, none lost or dropped, every record served
-// FIXED: ^sent 2000 records and END; the server consumed all 2001
-// FIXED-SAYS: a client's line: its records and END sent, and every one consumed
-// FIXED: ^SRQ: \d+ Recvs for 4 clients x window 16 = 64 writes in flight at most; reposted in batches of \d+, so at least \d+ stay posted$
-// FIXED-SAYS: the server's SRQ sizing line, for the clients it serves
-// ARGS: -s 127.0.0.1 --records 2000
-// SERVER: --accept-ms 20000
-// CLIENTS: 4
-// TIMEOUT: 90
+// EXERCISE: one client streams fine; four at once find no Recv posted
 //
 // This is server.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh srq_for_one_window

@@ -1,11 +1,4 @@
-// EXERCISE: a memory window grants what its bind says
-// SYMPTOM: IBV_WC_REM_ACCESS_ERR
-// FIXED: ^served 1 client: 1 finished, 0 lost, 0 dropped; 0 turned away; 100 records in all$
-// FIXED-SAYS: the server's summary: its 1 client finished, none lost, dropped or turned away, all 100 records served
-// ARGS: -s 192.0.2.1 --records 100
-// SERVER: --clients 1
-// CLIENTS: 1
-// TIMEOUT: 40
+// EXERCISE: every client's first write into its window fails
 //
 // This is clients.cpp with one bug. Build and check it with
 //   scripts/check_exercise.sh window_without_remote_write

@@ -48,9 +48,9 @@
 //                             at OFFSET; the program's own buffer is left as
 //                             it was. Logged as "private OFFSET HEX"
 //
-// Four modes stretch a moment a real host may take, so that a race a
+// Five modes stretch a moment a real host may take, so that a race a
 // program loses only now and then on Soft-RoCE is lost on every run (the
-// exercise suite runs an exercise with them when its header has an INJECT
+// exercise suite runs an exercise with them when its checker file has an INJECT
 // line, common/tools/exercise_spec.hpp). Each is what a descheduled thread
 // or a slow peer can do on any machine; none breaks a program that is right:
 //   RDMA_INJECT_LATE_ARM=MS   an ibv_req_notify_cq that comes straight after
@@ -81,6 +81,13 @@
 //                             later, while the sender, told by the ACK,
 //                             writes on. Each later write finds the Recvs
 //                             that were posted before it, or none
+//   RDMA_INJECT_LATE_POST_RECV=MS  each QP's first ibv_post_recv is made MS
+//                             ms late (the thread preempted just before it):
+//                             a program that posts its Recvs before it tells
+//                             the peer where to write only answers later; one
+//                             that tells the peer first meets the peer's
+//                             first message with no Recv posted. Logged as
+//                             "late-post-recv MS"
 //
 // How a call fails is how that call reports failure: NULL and errno, an
 // errno as the return value, or -1 and errno; the real call is not made. So
@@ -167,6 +174,7 @@ struct shim_state {
   long straggler_ms = 0;  // RDMA_INJECT_STRAGGLER
   long late_recv_ms = 0;  // RDMA_INJECT_LATE_RECV
   long late_event_ms = 0;  // RDMA_INJECT_LATE_EVENT
+  long late_post_recv_ms = 0;  // RDMA_INJECT_LATE_POST_RECV
 
   shim_state() {
     if (const char* path = std::getenv("RDMA_INJECT_LOG"); path != nullptr && *path != '\0') {
@@ -216,6 +224,7 @@ struct shim_state {
     straggler_ms = milliseconds("RDMA_INJECT_STRAGGLER");
     late_recv_ms = milliseconds("RDMA_INJECT_LATE_RECV");
     late_event_ms = milliseconds("RDMA_INJECT_LATE_EVENT");
+    late_post_recv_ms = milliseconds("RDMA_INJECT_LATE_POST_RECV");
     if (const char* wr = std::getenv("RDMA_INJECT_WR"); wr != nullptr) {
       const std::string spec(wr);
       const auto eq = spec.find('=');
@@ -500,10 +509,24 @@ int shim_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   return rc;
 }
 
+// RDMA_INJECT_LATE_POST_RECV: whether this is the QP's first ibv_post_recv.
+bool first_post_recv(const ibv_qp* qp) {
+  shim_state& s = state();
+  if (s.late_post_recv_ms == 0) return false;
+  std::lock_guard<std::mutex> guard(s.lock);
+  static auto* seen = new std::set<const ibv_qp*>;
+  return seen->insert(qp).second;
+}
+
 int shim_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  if (reached("ibv_post_recv", SITE())) {
+  const std::uintptr_t site = SITE();
+  if (reached("ibv_post_recv", site)) {
     *bad = wr;
     return fail_errno();
+  }
+  if (site != 0 && first_post_recv(qp)) {
+    if (state().log != nullptr) std::fprintf(state().log, "late-post-recv %ld\n", state().late_post_recv_ms);
+    pause_ms(state().late_post_recv_ms);
   }
   return state().real_ops.post_recv(qp, wr, bad);
 }

@@ -6,6 +6,7 @@
 
 #include "exercise_spec.hpp"
 
+using rdma::testing::checker_file_of;
 using rdma::testing::judge;
 using rdma::testing::parse_exercise_spec;
 using rdma::testing::run_result;
@@ -256,4 +257,63 @@ TEST_CASE("a machine's own rdma_cm address should replace only the guest's in -s
   CHECK(with_server_address(tcp, "10.1.2.3") == tcp);  // loopback works anywhere
   const strings nobody{"prog", "-s", "203.0.113.99"};
   CHECK(with_server_address(nobody, "10.1.2.3") == nobody);  // an address nobody owns, on purpose
+}
+
+TEST_CASE("the exercise file should give only its title, the checker file everything else") {
+  const char* const exercise = "// EXERCISE: the port report stops\n// TODO: find it\n#include <x>\n";
+  const char* const checker =
+      "# what the checker reads\nSYMPTOM: ibv_query_port\\(port 0\\)\nSYMPTOM-SAYS: querying port 0 fails\n"
+      "FIXED: ^  port 1$\nFIXED-SAYS: a section for port 1\nARGS: -d rxe0\nAGAIN: -g 0\n";
+  const auto spec = parse_exercise_spec(exercise, checker);
+  CHECK(spec.title == "the port report stops");
+  CHECK(spec.symptom_says == "querying port 0 fails");
+  CHECK(spec.fixed_says == std::vector<std::string>{"a section for port 1"});
+  CHECK(spec.args == std::vector<std::string>{"-d", "rxe0"});
+  CHECK(spec.again == std::vector<std::string>{"-g", "0"});
+  const auto message = [](const std::string& a, const std::string& b) {
+    try {
+      parse_exercise_spec(a, b);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // What spells the fixed output never sits in the learner's file.
+  CHECK(message(std::string(exercise) + "// FIXED: ^  port 1$\n", checker).find("belongs in its checker file") !=
+        std::string::npos);
+  CHECK(message(exercise, std::string(checker) + "EXERCISE: another title\n").find("the exercise file's own") !=
+        std::string::npos);
+  CHECK(message(exercise, std::string(checker) + "FIXD: typo\n") == "checker line 8: no key FIXD:");
+  CHECK(message(exercise, std::string(checker) + "a line that is no field\n").starts_with("line 8: expects 'KEY: value'"));
+  CHECK(message(exercise, "SYMPTOM: x\nFIXED: y\n").find("SYMPTOM-SAYS") != std::string::npos);
+  CHECK(message(exercise, std::string(checker) + "AGAIN:\n").starts_with("AGAIN:"));
+  CHECK(checker_file_of("04_rdma_write/exercises/advertised_gid.cpp") ==
+        "04_rdma_write/exercises/checker/advertised_gid.check");
+}
+
+TEST_CASE("a run the server ended should be told as the server's failure, with the server's likely fix") {
+  const auto spec = parse_exercise_spec("// EXERCISE: x\n// SYMPTOM: IBV_WC_REM_ACCESS_ERR\n// FIXED: y\n");
+  // A server that could not register its region quits; its client only
+  // learns that nobody answered.
+  run_result server;
+  server.exit_code = 1;
+  server.err = "rdma_write: ibv_reg_mr(landing region) failed (EINVAL): Invalid argument\n"
+               "  likely fix: REMOTE_WRITE needs LOCAL_WRITE too\n";
+  run_result client;
+  client.exit_code = 1;
+  client.err = "rdma_write: no server answered at 127.0.0.1:18515\n  likely fix: start the server first\n";
+  run_result both;
+  both.exit_code = 1;
+  both.err = client.err + server.err;
+  const auto j = judge(spec, both, &server);
+  CHECK_FALSE(j.fixed);
+  CHECK(j.reason == "the server ended with exit code 1: rdma_write: ibv_reg_mr(landing region) failed (EINVAL): Invalid argument");
+  CHECK(j.likely_fix == "REMOTE_WRITE needs LOCAL_WRITE too");
+  // Without the server's result, as before: the combined output's first line.
+  CHECK(judge(spec, both).reason == "exit code 1: rdma_write: no server answered at 127.0.0.1:18515");
+  // A server that did its part: the client's failure is the reason.
+  server.exit_code = 0;
+  server.err.clear();
+  both.err = client.err;
+  CHECK(judge(spec, both, &server).reason == "exit code 1: rdma_write: no server answered at 127.0.0.1:18515");
 }

@@ -6,9 +6,10 @@
 //   exercise_check --expect rejected EXERCISE.cpp PROGRAM  CI: a plausible wrong fix is still broken
 //
 // PROGRAM is the stage built with the exercise file (or, in CI, with the
-// stage's own piece, or with a wrong fix applied). The exercise file's header
-// says how to run it, which symptom the broken form shows and what a fixed
-// run must print (see exercise_spec.hpp), and, with an INJECT line, the
+// stage's own piece, or with a wrong fix applied). The exercise's checker
+// file (checker/NAME.check beside it) says how to run it, which symptom the
+// broken form shows and what a fixed run must print (see exercise_spec.hpp),
+// with an AGAIN line the second run a fix must pass too, and, with an INJECT line, the
 // injection shim's modes every run goes through (librdma_inject.so, which
 // the build puts beside this program). With a PAIR line the run crosses the
 // wire of scripts/rxe_vm.sh --pair, impaired as the line says: this checker
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "exercise_spec.hpp"
@@ -103,24 +105,45 @@ int main(int argc, char** argv) {
       throw rdma::usage_error("--expect takes 'broken', 'fixed' or 'rejected'");
     }
     const std::string& exercise_file = parser.positional()[0];
-    std::ifstream in(exercise_file);
-    if (!in) throw std::runtime_error("cannot read " + exercise_file);
-    std::stringstream source;
-    source << in.rdbuf();
-    const auto spec = rdma::testing::parse_exercise_spec(source.str());
+    const auto read = [](const std::string& path) {
+      std::ifstream in(path);
+      if (!in) throw std::runtime_error("cannot read " + path);
+      std::stringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    const std::string checker_file = rdma::testing::checker_file_of(exercise_file);
+    rdma::testing::exercise_spec spec;
+    try {
+      spec = rdma::testing::parse_exercise_spec(read(exercise_file), read(checker_file));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(exercise_file + " / " + checker_file + ": " + e.what());
+    }
 
     // INJECT: every program this run starts goes through the injection
     // shim, which the build puts beside this checker.
     if (!spec.inject.empty()) use_shim(spec);
 
     const std::string& program = parser.positional()[1];
-    std::vector<std::string> command{program};
-    command.insert(command.end(), spec.args.begin(), spec.args.end());
-    rdma::testing::run_result run;
-    if (spec.two_peers) {
+    // One run of the exercise's scenario, every program's command line with
+    // `extra` added: the combined result, and the server's own.
+    struct scenario_run {
+      rdma::testing::run_result run;
+      std::optional<rdma::testing::run_result> server;
+    };
+    const auto run_scenario = [&](const std::vector<std::string>& extra) {
+      std::vector<std::string> command{program};
+      command.insert(command.end(), spec.args.begin(), spec.args.end());
+      command.insert(command.end(), extra.begin(), extra.end());
+      scenario_run r;
+      if (!spec.two_peers) {
+        r.run = rdma::testing::run(command, std::chrono::seconds(spec.timeout_seconds));
+        return r;
+      }
       // The server first, then the client; the pair is judged as one run.
       std::vector<std::string> server{program};
       server.insert(server.end(), spec.server_args.begin(), spec.server_args.end());
+      server.insert(server.end(), extra.begin(), extra.end());
       // Under memcheck each peer starts slower: stretch their waits for each other.
       server = rdma::testing::with_scaled_waits(server, true);
       command = rdma::testing::with_scaled_waits(command, false);
@@ -146,20 +169,38 @@ int main(int argc, char** argv) {
                                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count() + 30),
                                                "--"};
         const impaired_wire wire(scripts, spec);
-        run = rdma::testing::run_pair(server, command, std::chrono::seconds(spec.timeout_seconds), on_peer).combined();
+        const auto both = rdma::testing::run_pair(server, command, std::chrono::seconds(spec.timeout_seconds), on_peer);
+        r.run = both.combined();
+        r.server = both.server;
       } else if (spec.clients > 1) {
         const std::vector<std::vector<std::string>> clients(static_cast<std::size_t>(spec.clients), command);
-        run = rdma::testing::run_group(server, clients, std::chrono::seconds(spec.timeout_seconds)).combined();
+        const auto all = rdma::testing::run_group(server, clients, std::chrono::seconds(spec.timeout_seconds));
+        r.run = all.combined();
+        r.server = all.server;
       } else {
-        run = rdma::testing::run_pair(server, command, std::chrono::seconds(spec.timeout_seconds)).combined();
+        const auto both = rdma::testing::run_pair(server, command, std::chrono::seconds(spec.timeout_seconds));
+        r.run = both.combined();
+        r.server = both.server;
       }
-    } else {
-      run = rdma::testing::run(command, std::chrono::seconds(spec.timeout_seconds));
+      return r;
+    };
+    auto judged = run_scenario({});
+    auto verdict = rdma::testing::judge(spec, judged.run, judged.server ? &*judged.server : nullptr);
+    std::string again_words;
+    if (verdict.fixed && !spec.again.empty()) {
+      // AGAIN: fixed for the defaults; fixed for the second run's arguments too?
+      for (const auto& word : spec.again) again_words += (again_words.empty() ? "" : " ") + word;
+      judged = run_scenario(spec.again);
+      verdict = rdma::testing::judge(spec, judged.run, judged.server ? &*judged.server : nullptr);
+      verdict.reason = "run again with " + again_words + ": " + verdict.reason;
     }
-    const auto verdict = rdma::testing::judge(spec, run);
+    const auto& run = judged.run;
 
-    if (verdict.fixed || verdict.symptom_seen) {
-      std::cout << (verdict.fixed ? "fixed" : "still broken") << ": " << spec.title << " (" << verdict.reason << ")\n";
+    // The title says what goes wrong, so a fixed run says it no longer does.
+    if (verdict.fixed) {
+      std::cout << "fixed: no longer \"" << spec.title << "\" (" << verdict.reason << ")\n";
+    } else if (verdict.symptom_seen) {
+      std::cout << "still broken: " << spec.title << " (" << verdict.reason << ")\n";
     } else {
       // Past the exercise's own symptom: the headline is what this run shows,
       // not the first mistake (a QP walked to RTS with the wrong PSN now fails

@@ -1,9 +1,12 @@
 #include "exercise_spec.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "rdma_tutorial/options.hpp"
@@ -36,27 +39,49 @@ std::string pick_line(const std::string& text, const std::regex* re) {
   return first;
 }
 
-}  // namespace
-
-exercise_spec parse_exercise_spec(std::string_view source) {
-  exercise_spec spec;
-  std::istringstream in{std::string(source)};
+// Every "KEY: value" line of `text`; with `commented`, only those behind
+// "//" (an exercise file's header), else every line but "#" comments (a
+// checker file). A key is upper case, as the header's are.
+std::vector<std::tuple<int, std::string, std::string>> fields(std::string_view text, bool commented) {
+  std::vector<std::tuple<int, std::string, std::string>> out;
+  std::istringstream in{std::string(text)};
   int number = 0;
-  int last_fixed = 0;  // the line number of the FIXED line just read, if the line before was one
   for (std::string raw; std::getline(in, raw);) {
     ++number;
-    const bool after_fixed = last_fixed == number - 1 && last_fixed != 0;
     std::string_view line = trim(raw);
-    if (!line.starts_with("//")) continue;
-    line = trim(line.substr(2));
+    if (commented) {
+      if (!line.starts_with("//")) continue;
+      line = trim(line.substr(2));
+    } else if (line.empty() || line.starts_with("#")) {
+      continue;
+    }
     const auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, colon);
-    const std::string_view value = trim(line.substr(colon + 1));
+    if (colon == std::string_view::npos || key.empty() || !std::all_of(key.begin(), key.end(), [](char c) { return (c >= 'A' && c <= 'Z') || c == '-'; })) {
+      if (commented) continue;
+      throw std::invalid_argument("line " + std::to_string(number) + ": expects 'KEY: value', got '" + std::string(line) +
+                                  "'");
+    }
+    out.emplace_back(number, std::string(key), std::string(trim(line.substr(colon + 1))));
+  }
+  return out;
+}
+
+exercise_spec parse_fields(const std::vector<std::tuple<int, std::string, std::string>>& lines) {
+  exercise_spec spec;
+  int last_fixed = 0;  // the line number of the FIXED line just read, if the line before was one
+  for (const auto& [number, key, value] : lines) {
+    const bool after_fixed = last_fixed == number - 1 && last_fixed != 0;
+    const std::string line = key + ": " + value;
     if (key == "EXERCISE") {
       spec.title = value;
     } else if (key == "SYMPTOM") {
       spec.symptom = value;
+    } else if (key == "SYMPTOM-SAYS") {
+      spec.symptom_says = value;
+    } else if (key == "AGAIN") {
+      spec.again = split_words(value);
+      if (spec.again.empty()) throw std::invalid_argument("AGAIN: expects the arguments of the second run, got none");
     } else if (key == "FIXED") {
       spec.fixed.emplace_back(value);
       spec.fixed_says.emplace_back();
@@ -64,8 +89,7 @@ exercise_spec parse_exercise_spec(std::string_view source) {
     } else if (key == "FIXED-SAYS") {
       if (!after_fixed) {
         throw std::invalid_argument("line " + std::to_string(number) +
-                                    ": FIXED-SAYS: must follow the FIXED line it describes, got '" + std::string(line) +
-                                    "'");
+                                    ": FIXED-SAYS: must follow the FIXED line it describes, got '" + line + "'");
       }
       if (value.empty()) {
         throw std::invalid_argument("line " + std::to_string(number) + ": FIXED-SAYS: expects words, got none");
@@ -126,9 +150,9 @@ exercise_spec parse_exercise_spec(std::string_view source) {
     throw std::invalid_argument("CLIENTS: needs a SERVER line and a number of 1 or more");
   }
   if (spec.title.empty()) throw std::invalid_argument("the exercise has no '// EXERCISE: <title>' line");
-  if (spec.symptom.empty()) throw std::invalid_argument("the exercise has no '// SYMPTOM: <regex>' line");
+  if (spec.symptom.empty()) throw std::invalid_argument("the checker has no 'SYMPTOM: <regex>' line");
   if (spec.fixed.empty()) {
-    throw std::invalid_argument("the exercise has no '// FIXED: <regex>' line (what a fixed run must print)");
+    throw std::invalid_argument("the checker has no 'FIXED: <regex>' line (what a fixed run must print)");
   }
   auto check_regex = [](const std::string& key, const std::string& re) {
     try {
@@ -142,11 +166,51 @@ exercise_spec parse_exercise_spec(std::string_view source) {
   return spec;
 }
 
+}  // namespace
+
+exercise_spec parse_exercise_spec(std::string_view source) { return parse_fields(fields(source, true)); }
+
+exercise_spec parse_exercise_spec(std::string_view exercise_source, std::string_view checker_source) {
+  static const std::set<std::string> checker_keys{"SYMPTOM", "SYMPTOM-SAYS", "FIXED", "FIXED-SAYS", "ARGS", "SERVER",
+                                                  "CLIENTS", "PAIR", "INJECT", "TIMEOUT", "EXIT", "AGAIN"};
+  std::string title;
+  for (const auto& [number, key, value] : fields(exercise_source, true)) {
+    if (key == "EXERCISE") {
+      title = value;
+    } else if (checker_keys.contains(key)) {
+      // What the checker reads spells the fixed output: never in the learner's file.
+      throw std::invalid_argument("the exercise file's line " + std::to_string(number) + " (" + key +
+                                  ":) belongs in its checker file, out of the learner's sight");
+    }
+  }
+  auto lines = fields(checker_source, false);
+  for (const auto& [number, key, value] : lines) {
+    if (key != "EXERCISE" && !checker_keys.contains(key)) {
+      throw std::invalid_argument("checker line " + std::to_string(number) + ": no key " + key + ":");
+    }
+    if (key == "EXERCISE") {
+      throw std::invalid_argument("checker line " + std::to_string(number) +
+                                  ": EXERCISE: is the exercise file's own (its title, which the learner sees)");
+    }
+  }
+  lines.emplace_back(0, "EXERCISE", title);
+  auto spec = parse_fields(lines);
+  if (spec.symptom_says.empty()) {
+    throw std::invalid_argument("the checker file has no 'SYMPTOM-SAYS: <words>' line (the symptom as a learner reads it)");
+  }
+  return spec;
+}
+
 std::string hang_line(const exercise_spec& spec) {
   return "[exercise_check] no answer within " + std::to_string(spec.timeout_seconds) + " s (killed)";
 }
 
-judgement judge(const exercise_spec& spec, const run_result& run) {
+std::string checker_file_of(const std::string& exercise_file) {
+  const std::filesystem::path path(exercise_file);
+  return (path.parent_path() / "checker" / path.filename().replace_extension(".check")).string();
+}
+
+judgement judge(const exercise_spec& spec, const run_result& run, const run_result* server) {
   const std::regex symptom(spec.symptom);
   std::string output = run.all();
   if (run.timed_out) output += "\n" + hang_line(spec);
@@ -157,7 +221,13 @@ judgement judge(const exercise_spec& spec, const run_result& run) {
   // about its own error, as a client whose server quit under it) is not it.
   static const std::regex likely_fix("^ +likely fix: (.*)$", std::regex::multiline);
   std::smatch m;
-  if (std::smatch s; j.symptom_seen && std::regex_search(output, s, symptom) && s[0].second != output.cbegin() &&
+  // A server that ended in error ended the run: its own words come first
+  // (a client whose server quit under it only says it lost the server).
+  const bool server_failed = server != nullptr && !server->timed_out && server->exit_code != 0;
+  if (const std::string said = server_failed ? server->all() : std::string();
+      server_failed && !j.symptom_seen && std::regex_search(said, m, likely_fix)) {
+    j.likely_fix = m[1];
+  } else if (std::smatch s; j.symptom_seen && std::regex_search(output, s, symptom) && s[0].second != output.cbegin() &&
                      std::regex_search(s[0].second, output.cend(), m, likely_fix,
                                        std::regex_constants::match_prev_avail)) {
     j.likely_fix = m[1];
@@ -178,6 +248,9 @@ judgement judge(const exercise_spec& spec, const run_result& run) {
   }
   if (j.symptom_seen) {
     j.reason = pick_line(output, &symptom);
+  } else if (server_failed && server->exit_code != spec.exit_code) {
+    j.reason = "the server ended with exit code " + std::to_string(server->exit_code) + ": " +
+               pick_line(server->err.empty() ? server->out : server->err, nullptr);
   } else if (run.exit_code != spec.exit_code) {
     j.reason = "exit code " + std::to_string(run.exit_code) + ": " + pick_line(run.err.empty() ? run.out : run.err, nullptr);
   } else if (reported) {

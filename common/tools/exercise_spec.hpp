@@ -1,14 +1,23 @@
-// What an exercise file declares about itself, and how a run is judged.
+// What an exercise declares about itself, and how a run is judged.
 //
 // An exercise is one source file that replaces one piece of a stage. Its
-// header comment carries, besides the TODO for the learner, these lines:
+// header comment gives the learner a title that says what goes wrong, never
+// what to change, and the TODO:
 //
-//   // EXERCISE: ports are numbered from 1        (title, required)
-//   // SYMPTOM: ibv_query_port\(port 0\)          (regex over the program's
+//   // EXERCISE: the device lists no port        (title, required)
+//
+// Everything the checker reads lives apart, in STAGE/exercises/checker/
+// NAME.check, with the wrong fixes: its FIXED lines spell a fixed run's
+// output, which is the answer. One "KEY: value" a line, "#" comments:
+//
+//   SYMPTOM: ibv_query_port\(port 0\)           (regex over the program's
 //                                                  output, required)
-//   // FIXED: ^  port 1$                          (regex a fixed run must
+//   SYMPTOM-SAYS: querying the first port fails  (required: the symptom in
+//                                                  words, as the workshop shows
+//                                                  it before a try)
+//   FIXED: ^  port 1$                           (regex a fixed run must
 //                                                  print; one or more lines)
-//   // FIXED-SAYS: a section for port 1           (optional, right after the
+//   FIXED-SAYS: a section for port 1            (optional, right after the
 //                                                  FIXED line it describes:
 //                                                  what that line is, in words,
 //                                                  for a learner whose run lacks
@@ -18,20 +27,20 @@
 //                                                  checker quotes the regex; one
 //                                                  after anything else is an
 //                                                  error naming its line)
-//   // ARGS: -d rxe0                              (arguments, optional)
-//   // SERVER: --notify flag                      (two-peer stages: the program
+//   ARGS: -d rxe0                               (arguments, optional)
+//   SERVER: --notify flag                       (two-peer stages: the program
 //                                                  is first started as the server
 //                                                  with these arguments, maybe
 //                                                  none, then run with ARGS as
 //                                                  the client; both are judged)
-//   // CLIENTS: 4                                 (with SERVER: that many clients,
+//   CLIENTS: 4                                  (with SERVER: that many clients,
 //                                                  all started at once with ARGS;
 //                                                  default 1)
-//   // TIMEOUT: 30                                (seconds, optional)
-//   // EXIT: 1                                    (the exit code of a fixed run,
+//   TIMEOUT: 30                                 (seconds, optional)
+//   EXIT: 1                                     (the exit code of a fixed run,
 //                                                  default 0: for an exercise whose
 //                                                  program must fail, clearly)
-//   // PAIR: --drop 4                           (with SERVER: the run crosses the
+//   PAIR: --drop 4                              (with SERVER: the run crosses the
 //                                                  wire of scripts/rxe_vm.sh --pair,
 //                                                  the server on the second guest,
 //                                                  the client here, ARGS' -s
@@ -40,7 +49,7 @@
 //                                                  --drop N, --server-drop N ...,
 //                                                  set by scripts/impair.sh for the
 //                                                  run and cleared after it)
-//   // INJECT: RDMA_INJECT_LATE_ARM=400           (optional: every run of the
+//   INJECT: RDMA_INJECT_LATE_ARM=400            (optional: every run of the
 //                                                  exercise, both peers, whichever
 //                                                  program is judged, goes through
 //                                                  the injection shim in these
@@ -48,6 +57,13 @@
 //                                                  a race the bug loses only now
 //                                                  and then on Soft-RoCE is lost
 //                                                  on every run)
+//   AGAIN: -g 0                                 (optional: a run judged fixed
+//                                                  runs a second time with these
+//                                                  arguments added to every
+//                                                  program's command line, and
+//                                                  must pass again: a fix that
+//                                                  holds only for the defaults
+//                                                  is still broken)
 //
 // A run still going at the timeout is killed, and judged with one more line
 // after its output, "[exercise_check] no answer within N s (killed)": an
@@ -59,10 +75,10 @@
 // makes the symptom go away (a loop that visits no port at all) is still
 // broken; its reason names the first FIXED line missing, by its FIXED-SAYS
 // words ("... lacks what a fixed run prints: a section for port 1"), or by
-// the regex, /^  port 1$/, where the header gives none. The exercise suite
+// the regex, /^  port 1$/, where the checker file gives none. The exercise suite
 // also demands that the shipped file fails *with* the symptom, so an
 // exercise that breaks for an unrelated reason does not count as proven, and
-// that a plausible wrong fix (a patch beside the exercise) is judged still
+// that each plausible wrong fix (checker/NAME.wrong_fix*.patch) is judged still
 // broken.
 #pragma once
 
@@ -78,6 +94,7 @@ namespace rdma::testing {
 struct exercise_spec {
   std::string title;
   std::string symptom;  // ECMAScript regex
+  std::string symptom_says;  // the symptom in words, as the workshop shows it before a try
   std::vector<std::string> fixed;  // regexes a fixed run must all match (multiline)
   std::vector<std::string> fixed_says;  // per FIXED line, its FIXED-SAYS words, or empty
   std::vector<std::string> args;
@@ -93,10 +110,23 @@ struct exercise_spec {
   bool pair = false;
   std::vector<std::string> impair_client;
   std::vector<std::string> impair_server;
+  // AGAIN: a fixed run must pass a second time with these arguments added
+  // to every program's command line (a fix that holds only for the first
+  // run's defaults is still broken).
+  std::vector<std::string> again;
 };
 
-// Throws std::invalid_argument naming the missing or malformed line.
+// The exercise file gives only its title (EXERCISE:); every other line is
+// the checker file's (STAGE/exercises/checker/NAME.check, "KEY: value"
+// lines, "#" comments), out of the learner's sight: its FIXED lines spell
+// the fixed output. Throws std::invalid_argument naming the missing or
+// malformed line, or a checker line found in the exercise file.
+exercise_spec parse_exercise_spec(std::string_view exercise_source, std::string_view checker_source);
+// One text in the header form ("// KEY: value" lines), for the unit tests.
 exercise_spec parse_exercise_spec(std::string_view source);
+
+// The checker file of an exercise file: beside it, in checker/NAME.check.
+std::string checker_file_of(const std::string& exercise_file);
 
 struct judgement {
   bool fixed = false;
@@ -106,7 +136,10 @@ struct judgement {
   std::string checker_report;  // the first line of a sanitizer or memcheck report, if any
 };
 
-judgement judge(const exercise_spec& spec, const run_result& run);
+// `server`, in a two-peer run: the server's own result (also in `run`,
+// the combined one), so that a run the server ended is told as the
+// server's failure, not read from the client that lost it.
+judgement judge(const exercise_spec& spec, const run_result& run, const run_result* server = nullptr);
 
 // The line a killed run is judged with: "[exercise_check] no answer within N s (killed)".
 std::string hang_line(const exercise_spec& spec);

@@ -110,8 +110,8 @@ have_active_port && in_guest=0
 total=$(scripts/workshop.sh list | grep -c '^  ')
 start_runner
 wait_for "0 of $total fixed" 30 "watch mode should come up on the first exercise with its progress bar"
-wait_for "01_devices/port_zero: ports are numbered from 1" 5 "it should show port_zero, the first exercise"
-wait_for "still broken: ports are numbered from 1 \(devices: ibv_query_port\(port 0\) failed" 180 \
+wait_for "01_devices/port_zero: the port report stops with EINVAL before it shows any port" 5 "it should show port_zero, the first exercise"
+wait_for "still broken: the port report stops with EINVAL before it shows any port \(devices: ibv_query_port\(port 0\) failed" 180 \
   "it should check port_zero at once and show its symptom before any save (booting its guest first)"
 wait_for "checked: +[0-9:]+, check 1 of it here" 5 "it should say when that check ran"
 pgid=$(guest_group)
@@ -123,7 +123,7 @@ out=$(WORKSHOP_STATE=$state BUILD_DIR=$build scripts/workshop.sh check 2>&1)
 status=$?
 jobs_after=$(ls "$state/guest" 2>/dev/null | grep -c '\.status$')
 if [[ $status == 1 ]] && grep -q "^01_devices/port_zero (the current exercise" <<<"$out" &&
-   grep -q "^still broken: ports are numbered from 1" <<<"$out" && { [[ $in_guest == 0 ]] || (( jobs_after > jobs_before )); }; then
+   grep -q "^still broken: the port report stops with EINVAL before it shows any port" <<<"$out" && { [[ $in_guest == 0 ]] || (( jobs_after > jobs_before )); }; then
   echo "ok: check with no name should check the current exercise, in the warm guest"
 else
   fail "check with no name: exit $status, guest jobs $jobs_before -> $jobs_after, said: $out"
@@ -155,7 +155,7 @@ fi
 # The learner's fix, saved as an editor would: the loop over the ports the device has.
 sed -i 's/for (int port = 0; port < attr.phys_port_cnt; ++port) {  \/\/ TODO/for (int port = 1; port <= attr.phys_port_cnt; ++port) {  \/\/ TODO/' "$file"
 grep -q 'port = 1; port <=' "$file" || { fail "could not edit $file"; exit 1; }
-wait_for "fixed: ports are numbered from 1" 180 "a save that fixes port_zero should be built, checked and called fixed"
+wait_for "fixed: no longer .the port report stops with EINVAL before it shows any port" 180 "a save that fixes port_zero should be built, checked and called fixed"
 wait_for "1 of $total fixed" 5 "the progress bar should move"
 if [[ $in_guest == 1 ]]; then
   pgid=$(guest_group)
@@ -168,8 +168,8 @@ if [[ $in_guest == 1 ]]; then
   no_guest_left "$pgid" "the guest killed between checks should be gone"
 fi
 keys n
-wait_for "02_pd_mr/remote_write_alone: REMOTE_WRITE needs LOCAL_WRITE" 10 "n should move to the next exercise"
-wait_for "still broken: REMOTE_WRITE needs LOCAL_WRITE" 180 "n should check it at once (in the guest booted again)"
+wait_for "02_pd_mr/remote_write_alone: the buffer the peer is to write cannot be registered" 10 "n should move to the next exercise"
+wait_for "still broken: the buffer the peer is to write cannot be registered" 180 "n should check it at once (in the guest booted again)"
 keys h
 wait_for "hint 1 of [0-9]+:" 10 "h should show the exercise's first hint"
 keys l "$(number_of no_recv_posted)" Enter

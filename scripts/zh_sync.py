@@ -33,11 +33,13 @@ none). --check holds every pair to four rules and exits 1 if one is broken:
    chapter, the language link on each first line apart. Every English file
    opens with a link to its Chinese twin, and every
    Chinese file with one back.
-4. The glossary (docs/zh/glossary.md): no Chinese file's prose (fenced blocks,
-   inline code and link targets apart) uses a rendering the glossary's
-   "不用" column lists, unless it is part of a rendering the "中文" column
-   chose; and every rendering the "中文" column chose is used somewhere, so
-   the list holds the terms the chapters use.
+4. The glossary (docs/zh/glossary.md): one rendering per term. No Chinese
+   file's prose (fenced blocks, inline code and link targets apart) uses a
+   rendering the glossary's "通行说法" column (common usage elsewhere, which
+   this book leaves out for consistency) or "不用" column (misleading or
+   coined) lists, unless it is part of a rendering the "中文" column chose;
+   and every rendering the "中文" column chose is used somewhere, so the list
+   holds the terms the chapters use.
 
 Every English docs/*.md and README.md must have its twin. Prints one line per
 problem, "FILE:LINE: what" where a line is known, then "N files, M problems".
@@ -498,22 +500,28 @@ def check_language_links(root, zh_rel, en_rel, report):
 
 
 def glossary(root):
-    """[(line, english, [chosen renderings], [renderings not used])]"""
+    """[(line, english, [chosen renderings], [renderings not used], [common usages])]
+
+    The table's header names its columns: | English | 中文 | 通行说法 | 不用 | ...,
+    the 通行说法 column (common usage this book does not write) optional."""
     rows = []
     lines = read(os.path.join(root, GLOSSARY)).split("\n")
-    in_table = False
+    columns = None
     for i, line in enumerate(lines, 1):
         cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
-        if cells and cells[:3] == ["English", "中文", "不用"]:
-            in_table = True
+        if cells and cells[:2] == ["English", "中文"] and "不用" in cells:
+            columns = {name: k for k, name in enumerate(cells)}
             continue
-        if not in_table or not cells or set(line) <= set("|- "):
-            if in_table and not cells:
-                in_table = False
+        if columns is None or not cells or set(line) <= set("|- "):
+            if columns is not None and not cells:
+                columns = None
             continue
-        english, chosen, avoid = cells[0], cells[1], cells[2] if len(cells) > 2 else ""
-        rows.append((i, english, [c.strip() for c in chosen.split(" / ") if c.strip()],
-                     [a.strip() for a in avoid.split("、") if a.strip()]))
+
+        def cell(name, sep):
+            k = columns.get(name)
+            text = cells[k] if k is not None and k < len(cells) else ""
+            return [x.strip() for x in text.split(sep) if x.strip()]
+        rows.append((i, cells[0], cell("中文", " / "), cell("不用", "、"), cell("通行说法", "、")))
     return rows
 
 
@@ -523,23 +531,24 @@ def check_glossary(root, zh_rels, report, check_used=True):
         return
     rows = glossary(root)
     if not rows:
-        report.add(GLOSSARY, "no table with the columns | English | 中文 | 不用 | found")
+        report.add(GLOSSARY, "no table with the columns | English | 中文 | 通行说法 | 不用 | found")
         return
-    chosen_all = sorted({c for _, _, cs, _ in rows for c in cs}, key=len, reverse=True)
+    chosen_all = sorted({c for _, _, cs, _, _ in rows for c in cs}, key=len, reverse=True)
     texts = {rel: prose(read(os.path.join(root, rel)).split("\n")) for rel in zh_rels if rel != GLOSSARY}
     with_code = {rel: "\n".join(prose(read(os.path.join(root, rel)).split("\n"), keep_code=True))
                  for rel in texts}
-    for line, english, chosen, avoid in rows:
-        for a in avoid:
+    for line, english, chosen, avoid, common in rows:
+        for a in common + avoid:
             covers = [c for c in chosen_all if a in c and c != a]
+            why = ("is common usage, but this book writes" if a in common else "is not used:")
             for rel, lines in texts.items():
                 for n, text in enumerate(lines, 1):
                     start = text.find(a)
                     while start != -1:
                         if not any(_covered(text, c, start, len(a)) for c in covers):
                             report.add(f"{rel}:{_line_of(root, rel, n, text)}",
-                                       f"{a!r} for {english!r}: the glossary ({GLOSSARY}:{line}) "
-                                       f"writes {' / '.join(chosen)}")
+                                       f"{a!r} for {english!r} {why} {' / '.join(chosen)} "
+                                       f"(the glossary, {GLOSSARY}:{line})")
                         start = text.find(a, start + 1)
         for c in chosen if check_used else []:
             if not any(c in t for t in with_code.values()):

@@ -12,8 +12,9 @@ edited without its translation fails with its section named, until the
 translation is stamped; a heading added or removed is named as such; a
 changed line in a Chinese code block fails with the block's number and line,
 a mermaid label may differ but not an arrow; a rendering the glossary rules
-out fails, but not inside inline code; a broken anchor and a missing twin
-are named. Prints "ok: ..." per case and exits 1 on the first that fails.
+out fails, and so does a common usage it lists (named as such, with the
+book's rendering), but neither inside inline code; a broken anchor and a
+missing twin are named. Prints "ok: ..." per case and exits 1 on the first that fails.
 """
 
 import contextlib
@@ -166,16 +167,27 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # The glossary: a rendering it rules out.
     rows = zh_sync.glossary(tmp)
-    line, english, chosen, avoid = next(r for r in rows if r[3] and not any(r[3][0] in c for c in r[2]))
+    line, english, chosen, avoid, _ = next(r for r in rows if r[3] and not any(r[3][0] in c for c in r[2]))
     title = next(x for x in zh_sync.read(os.path.join(tmp, twin)).split("\n") if x.startswith("# "))
     edit(tmp, twin, title, title + "\n\n这里写成了" + avoid[0] + "。")
     found = problems(tmp)
     expect(f"{avoid[0]!r} in prose fails, pointing at the glossary's {chosen[0]!r}",
-           any(f"{avoid[0]!r} for {english!r}" in p and f"glossary.md:{line}" in p for p in found),
-           "\n  ".join(found))
+           any(f"{avoid[0]!r} for {english!r} is not used" in p and f"glossary.md:{line}" in p
+               for p in found), "\n  ".join(found))
     edit(tmp, twin, "这里写成了" + avoid[0] + "。", "代码里的 `" + avoid[0] + "` 不算。")
     found = problems(tmp)
     expect("the same word inside inline code passes", not found, "\n  ".join(found))
+
+    # A common usage the glossary lists: not wrong, but not this book's word.
+    line, english, chosen, _, common = next(r for r in rows if r[4] and not any(r[4][0] in c for c in r[2]))
+    edit(tmp, twin, "代码里的 `" + avoid[0] + "` 不算。", "这里写成了" + common[0] + "。")
+    found = problems(tmp)
+    expect(f"the common usage {common[0]!r} in prose fails, naming the book's {chosen[0]!r}",
+           any(f"{common[0]!r} for {english!r} is common usage, but this book writes {' / '.join(chosen)}" in p
+               and f"glossary.md:{line}" in p for p in found), "\n  ".join(found))
+    edit(tmp, twin, "这里写成了" + common[0] + "。", "代码里的 `" + avoid[0] + "` 不算。")
+    found = problems(tmp)
+    expect("and once it is gone, the check passes again", not found, "\n  ".join(found))
 
     # Links: an anchor that is no heading, a twin that is missing.
     edit(tmp, twin, "代码里的 `" + avoid[0] + "` 不算。", "见[这里](#没有这个标题)。")

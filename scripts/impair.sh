@@ -17,12 +17,14 @@
 # and marks the chosen ones; the root qdisc of eth0 (prio) drops marked
 # packets with a fw filter. Dropping in nftables itself would not do: rxe
 # sends with ip_local_out, and a netfilter drop comes back to it as an error
-# (EPERM), so it rolls the packet back and sends it again at once
-# (rxe_req.c, -EAGAIN after rxe_xmit_packet). A packet a qdisc drops is
-# reported as sent (NET_XMIT_SUCCESS with __NET_XMIT_BYPASS, as netem's own
-# losses are), so rxe learns of the loss as from a real wire: by a NAK or a
-# timeout. tcpdump taps eth0 after the qdisc: a dropped packet is not in a
-# capture taken here.
+# (EPERM). Linux 6.1's rxe then rolls the packet back and sends it again at
+# once (rxe_net.c makes the error -EAGAIN, rxe_req.c retries): nothing lost.
+# 6.12's fails the work request (IB_WC_LOC_QP_OP_ERR) and moves the QP to
+# the error state (rxe_req.c): the connection lost, not a packet. A packet
+# a qdisc drops is reported as sent (NET_XMIT_SUCCESS with
+# __NET_XMIT_BYPASS, as netem's own losses are), so rxe learns of the loss
+# as from a real wire: by a NAK or a timeout. tcpdump taps eth0 after the
+# qdisc: a dropped packet is not in a capture taken here.
 set -euo pipefail
 
 usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }

@@ -7,7 +7,8 @@
 //   registration.cpp        ibv_reg_mr, lkey and rkey, deregister before free
 //   access_flags.cpp        the access flags each buffer's job needs
 //   pd_boundary.cpp         the device enforcing the PD at run time
-//   loopback.cpp            (a preview of stage 03) a QP connected to itself, one RDMA Write
+//   loopback.cpp            (a preview of stage 03) a QP connected to itself, and the
+//                           helper that posts an RDMA Write and waits for it (used twice)
 //   memlock.cpp             RLIMIT_MEMLOCK and CAP_IPC_LOCK (applied in main before
 //                           the device is opened), and the ENOMEM demo at the end
 //   cost_table.cpp          what a registration costs, by size

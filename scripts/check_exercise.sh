@@ -72,10 +72,11 @@ source_file="${matches[0]}"
 stage="${source_file%%/*}"
 name="${source_file##*/}" name="${name%.cpp}"
 
-# The tree as shipped (quietly; not again where the caller just built it,
+# The tree as shipped (quietly, but for how far a build with work to do is,
+# on a terminal; not again where the caller just built it,
 # RDMA_TUTORIAL_BUILT=1, as scripts/workshop.sh does; =exercises: and every
 # exercise too), then this one exercise.
-if [[ -z "${RDMA_TUTORIAL_BUILT:-}" ]] && ! tree_log=$(build_tree "$build" 2>&1); then
+if [[ -z "${RDMA_TUTORIAL_BUILT:-}" ]] && ! tree_log=$(build_tree "$build" 3 3>&2 2>&1); then
   echo "check_exercise: the stages themselves do not build:" >&2
   printf '%s\n' "$tree_log" >&2
   exit 2

@@ -90,13 +90,43 @@ siw_expected() {
   [[ -r /etc/os-release ]] && [[ "$(. /etc/os-release && echo "${ID:-}:${VERSION_ID:-}")" == debian:12 ]]
 }
 
-# Configure (once, with -Werror as CI builds) and build.
+# Configure (once, with -Werror as CI builds) and build: build_tree BUILD
+# [FD]. Quiet when nothing needs building. A build with work to do shows
+# how far it is on FD (default 2) when that is a terminal: one line, drawn
+# over, with ninja's latest step ("building: [37/212] Compiling C++ object
+# ..."), cleared when done; a first build of the tree takes minutes. A
+# failed build shows ninja's output, the compiler's messages in it. FD "-":
+# ninja's own output on stdout as it comes, for a caller that shows its
+# steps itself (scripts/workshop.py).
 build_tree() {
-  local build="$1"
+  local build=$1 fd=${2:-2}
   if [[ ! -f "$build/build.ninja" ]]; then
     meson setup --werror "$build" >/dev/null || return 1
   fi
-  ninja -C "$build" >/dev/null || ninja -C "$build"
+  if [[ $fd == - ]]; then
+    NINJA_STATUS='[%f/%t] ' ninja -C "$build"
+  elif [[ -t $fd ]]; then
+    NINJA_STATUS='[%f/%t] ' ninja -C "$build" | show_build_steps "$fd"
+    [[ ${PIPESTATUS[0]} == 0 ]] || ninja -C "$build"
+  else
+    ninja -C "$build" >/dev/null || ninja -C "$build"
+  fi
+}
+
+# ninja's output on stdin as one line on FD, a terminal: its latest step,
+# cut to the terminal's width (a longer one would wrap, and the next could
+# not be drawn over it); the line cleared at the end.
+show_build_steps() {
+  local fd=$1 line width shown=0
+  width=$(stty size <&"$fd" 2>/dev/null) && width=${width#* }
+  [[ $width =~ ^[1-9][0-9]*$ ]] || width=80  # a terminal that tells no size says 0
+  while IFS= read -r line; do
+    [[ $line =~ ^\[[0-9]+/[0-9]+\]\  ]] || continue
+    line="building: $line"
+    printf '\r%s\033[K' "${line:0:width-1}" >&"$fd"
+    shown=1
+  done
+  (( shown == 0 )) || printf '\r\033[K' >&"$fd"
 }
 
 # Run a command where an RDMA device is: natively if there is an active port

@@ -452,8 +452,39 @@ class Runner:
         guest_stop()
         return False
 
-    def run_watched(self, command, env, guest=None, stream=False):
-        """COMMAND's exit code and output, read as it comes (and shown, with stream). It ends early,
+    def build(self, command, what):
+        """Runs a build, COMMAND printing ninja's output as it comes, and shows how far it is: (exit
+        code, what it said but its steps). Nothing is shown when nothing needs building; a first build
+        of the tree takes minutes, which once passed for a check that said nothing (issue 43)."""
+        started = time.monotonic()
+        steps = []
+
+        def step(s):
+            steps.append(s)
+            self.show_progress(lib.build_progress(what, s, time.monotonic() - started), first=len(steps) == 1)
+        code, out, _ = self.run_watched(command, dict(os.environ, NINJA_STATUS="[%f/%t] "), progress=step)
+        if steps:
+            self.show_progress(None)
+            if code == 0:
+                self.report(f"built {what}: {len(steps)} steps in {time.monotonic() - started:.0f} s")
+        return code, lib.build_messages(out)
+
+    def show_progress(self, text, first=False):
+        """A build's line (None: it is over): on watch mode's screen under its job's line; on a terminal
+        its last line, drawn over; in a log once, the first."""
+        job = getattr(self.local, "job", None)
+        if job is not None:
+            job.progress = text
+        elif sys.stdout.isatty():
+            width = os.get_terminal_size(sys.stdout.fileno()).columns or 80  # 0: a terminal that tells no size
+            sys.stdout.write("\r" + (text or "")[:width - 1] + "\033[K")
+            sys.stdout.flush()
+        elif first and text:
+            say(text)
+
+    def run_watched(self, command, env, guest=None, stream=False, progress=None):
+        """COMMAND's exit code and output, read as it comes (and shown, with stream; each of ninja's
+        steps in it handed to progress, a build's, lib.build_step's (done, total, what)). It ends early,
         its whole process group stopped, when this thread's Stop is set or the guest it runs in (the process
         group `guest`) dies: (code, output, lost), lost True in that second case."""
         stop = self.stop
@@ -470,10 +501,15 @@ class Runner:
                     if not data:
                         break
                     out += data
-                    if stream:
+                    if stream or progress:
                         *lines, pending = (pending + data).split(b"\n")
                         for line in lines:
-                            sys.stdout.write(learner_text(line.decode(errors="replace")) + "\n")
+                            text = line.decode(errors="replace")
+                            step = lib.build_step(text) if progress else None
+                            if step is not None:
+                                progress(step)
+                            elif stream:
+                                sys.stdout.write(learner_text(text) + "\n")
                         sys.stdout.flush()
                 now = time.monotonic()
                 if stopped is None and stop.is_set():
@@ -509,10 +545,9 @@ class Runner:
         what it reuses of the stage."""
         env = dict(os.environ, BUILD_DIR=BUILD, RDMA_TUTORIAL_PORT=learner_port())
         if not self.tree_built:
-            code, out, _ = self.run_watched(["bash", "-c", f'source {ROOT}/scripts/lib.sh; build_tree "$0"', BUILD],
-                                            dict(os.environ))
+            code, said = self.build(["bash", "-c", f'source {ROOT}/scripts/lib.sh; build_tree "$0" -', BUILD], "the stages")
             if code != 0:
-                return 2, "check_exercise: the stages themselves do not build:\n" + out, False
+                return 2, "check_exercise: the stages themselves do not build:\n" + said, False
             self.tree_built = True
         env["RDMA_TUTORIAL_BUILT"] = "exercises" if self.prebuilt else "1"
         if have_active_port() and not env.get("RDMA_TUTORIAL_IPV4") and not env.get("RXE_VM"):
@@ -670,11 +705,14 @@ class Runner:
         if os.environ.get("RDMA_TUTORIAL_BUILT") == "exercises":
             # The caller built the tree and every exercise (CI: ninja exercises, on the host).
             targets = None
-        built = subprocess.CompletedProcess([], 0) if targets is None else subprocess.run(["bash", "-c", f'source {ROOT}/scripts/lib.sh; build_tree "$0" && ninja -C "$0" "$@" >/dev/null',
-                                BUILD] + ([] if reference else targets), cwd=ROOT)
-        if built.returncode != 0:
-            say("verify: the stages, or an exercise, do not build (scripts/workshop.sh check NAME shows the compiler)")
-            return 2
+        if targets is not None:
+            code, said = self.build(["bash", "-c", f'source {ROOT}/scripts/lib.sh; build_tree "$0" - && ninja -C "$0" "$@"',
+                                     BUILD] + ([] if reference else targets),
+                                    "the stages" if reference else "the stages and every exercise")
+            if code != 0:
+                say(said)
+                say("verify: the stages, or an exercise, do not build (scripts/workshop.sh check NAME shows the compiler)")
+                return 2
         self.tree_built = True
         self.prebuilt = True
         self.keep_guest = True
@@ -765,11 +803,13 @@ class Job(threading.Thread):
         self.runner, self.label, self.work, self.exercise = runner, label, work, exercise
         self.stop = Stop()
         self.started = time.monotonic()
+        self.progress = None  # a build's line while one runs (Runner.show_progress)
         self.result = None
         self.error = None
 
     def run(self):
         self.runner.local.stop = self.stop
+        self.runner.local.job = self
         try:
             self.result = self.work()
         except Exception as e:  # shown on the screen; the key loop goes on
@@ -938,6 +978,8 @@ class Watch:
         if self.running():
             seconds = int(time.monotonic() - self.job.started)
             out += ["", f"{self.job.label} ... {seconds} s   (keys work: q quits and stops it)"]
+            if self.job.progress:
+                out.append("  " + self.job.progress)
         out += ["", ("Enter checks · " if self.manual else "save the file to check it · ") + self.KEYS]
         return out
 
@@ -973,8 +1015,7 @@ class Watch:
         else:
             lines = self.main_lines()
         if sys.stdout.isatty():
-            # Drawn over the last screen line by line (no clearing first: no flicker each second).
-            sys.stdout.write("\033[H" + "".join(line + "\033[K\n" for line in lines) + "\033[J")
+            sys.stdout.write(lib.screen_frame(lines))
             sys.stdout.flush()
         else:
             say("\n".join(lines))

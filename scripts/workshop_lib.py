@@ -414,3 +414,42 @@ def solution_diff(yours, ours, your_label, our_label):
     """unified diff lines from the learner's body to the stage's own."""
     import difflib
     return difflib.unified_diff(yours, ours, your_label, our_label, n=2)
+
+
+# --- a build under way -------------------------------------------------------------
+
+NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\] (.+)$")  # NINJA_STATUS "[%f/%t] ", which the runner sets
+
+
+def build_step(line):
+    """(done, total, what) when a line of ninja's output is one of its steps ("[37/212] Compiling C++
+    object ..."), else None (the compiler's messages, ninja's own lines)."""
+    m = NINJA_STEP.match(line.rstrip("\r"))
+    return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
+
+
+def build_progress(what, step, seconds):
+    """How far a build is, in one line: 'building the stages: 37 of 212 steps, 95 s (Compiling ...)'."""
+    done, total, doing = step
+    return f"building {what}: {done} of {total} steps, {seconds:.0f} s ({doing})"
+
+
+def build_messages(output):
+    """What a build said but its steps: the compiler's messages, and ninja's FAILED and its own lines."""
+    return "\n".join(line for line in output.splitlines() if build_step(line) is None)
+
+
+# --- watch mode's screen --------------------------------------------------------------
+
+def screen_rows(lines):
+    """Watch mode's lines as rows of the screen: a line with newlines inside (a hint, a notice that
+    carries check_env.sh's line) is as many rows."""
+    return [row for line in lines for row in line.split("\n")]
+
+
+def screen_frame(lines):
+    """What draws `lines` over the last screen without clearing it first (no flicker each second):
+    every row cleared to its end after its text, and every row below the last one cleared, so that
+    nothing of a longer screen before is left (a hint's rows once kept their tails: "hint 1 of
+    4:ropped", issue 43)."""
+    return "\033[H" + "".join(row + "\033[K\n" for row in screen_rows(lines)) + "\033[J"

@@ -42,8 +42,8 @@ void print_caps(const char* row, const ibv_qp_cap& cap) {
 
 // An RC QP on `cq`, and its queue sizes two more ways (main printed what was
 // asked): what ibv_create_qp wrote back, and what ibv_query_qp reads from the
-// device afterwards. Soft-RoCE
-// echoes the request at creation and rounds the queues up to 2^n - 1 inside;
+// device afterwards. Soft-RoCE rounds the queues up to 2^n - 1 inside; on
+// Linux 6.1 creation echoes the request (6.12 writes back the rounded size);
 // the queried size is the one a full queue hits (ENOMEM on the next post).
 rdma::qp_ptr create_qp(ibv_pd* pd, ibv_cq* cq, const char* label, const ibv_qp_cap& asked, ibv_qp_cap& granted) {
   granted = asked;

@@ -43,8 +43,9 @@ class completion_error : public tutorial_error {
 
 // ibv_poll_cq returns how many completions it wrote, or a negative value on
 // failure that is not necessarily an errno (ibv_poll_cq(3) promises only
-// "negative"; rdma-core 44's efa returns a negated errno, other providers
-// -1), so neither check_neg nor errno would name the cause reliably.
+// "negative"; in rdma-core 44 mlx4 and mlx5 return -2, their CQ_POLL_ERR,
+// efa, irdma and cxgb4 a negated errno, ibv_cmd_poll_cq -1, and rxe and siw
+// never fail), so neither check_neg nor errno would name the cause reliably.
 // Inline, since a polling loop calls it on every look; the throw is not.
 [[noreturn]] void throw_poll_error(int rc);
 inline int check_poll(int rc) {

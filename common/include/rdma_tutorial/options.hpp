@@ -1,6 +1,8 @@
-// Command-line options shared by every stage, spelled as ibv_rc_pingpong and
-// every perftest tool spell them, so a reader who knows those is never
-// surprised:
+// Command-line options shared by every stage. The short forms are
+// ibv_rc_pingpong's and the long ones perftest's, so a reader who knows those
+// tools finds them where expected; the two tools spell only the GID index
+// differently (ibv_rc_pingpong -g, --gid-idx; perftest -x, --gid-index, its
+// -g being a multicast switch of the Send tests). docs/01-devices.md says so.
 //
 //   -d, --ib-dev NAME     RDMA device (default: the first one found)
 //   -i, --ib-port N       port on that device, numbered from 1 (default 1)

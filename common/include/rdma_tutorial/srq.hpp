@@ -52,8 +52,8 @@ std::string async_event_name(ibv_event_type type);
 // so never reposted (a NIC's provider may even wipe them from the CQ when
 // the QP goes: mlx5 does), and the SRQ is one Recv shorter for good. The
 // order the InfiniBand specification asks for (section 10.3.1, quoted in
-// the kernel's __ib_drain_srq), after the move to ERR and a marker posted
-// on the send queue:
+// Linux 6.12's __ib_drain_srq; 6.1 has no such function), after the move
+// to ERR and a marker posted on the send queue:
 //   1. IBV_EVENT_QP_LAST_WQE_REACHED arrives;
 //   2. the CQ is polled empty after it: every completion of the QP is taken;
 //   3. the marker came back flushed: its send queue is empty too;

@@ -30,7 +30,9 @@
 // and 24 of index (common/include/rdma_tutorial/imm.hpp), in network byte
 // order on the wire, like every number of the handshake. The slots' bytes
 // are the payload (fill_slot below): no number in them is read.
-// The server's Recvs have no buffer: a Send from the client would fail.
+// The server's Recvs have no buffer: a Send with bytes from the client
+// fails (IBV_WC_LOC_QP_OP_ERR here, IBV_WC_REM_OP_ERR at the sender), and
+// one of 0 bytes completes as IBV_WC_RECV, refused as having no immediate.
 #pragma once
 
 #include <array>

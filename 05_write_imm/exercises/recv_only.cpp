@@ -70,8 +70,10 @@ void check_at_target(const ibv_wc& wc, std::uint64_t region_bytes) {
     case IBV_WC_LOC_LEN_ERR:
     case IBV_WC_LOC_QP_OP_ERR:
       // A Send with bytes into a Recv with no buffer: the verbs' status is
-      // LOC_LEN_ERR; Soft-RoCE (Linux 6.1) says LOC_QP_OP_ERR (measured;
-      // the sender gets IBV_WC_REM_OP_ERR).
+      // LOC_LEN_ERR; Soft-RoCE says LOC_QP_OP_ERR (measured on Linux 6.1,
+      // the same path in 6.12's source), and the sender gets
+      // IBV_WC_REM_OP_ERR. A Send of 0 bytes fits: it completes as
+      // IBV_WC_RECV, and checked_immediate refuses it.
       throw rdma::tutorial_error("a message that does not fit our Recvs: " + rdma::describe_wc(wc),
                                  "our Recvs take no bytes, since this protocol sends only Writes with Immediate; "
                                  "the peer sent a Send with a payload: is it this stage's client?");

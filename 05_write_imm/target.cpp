@@ -137,7 +137,9 @@ std::uint32_t serve(const target& t) {
     if (rule.type == imm_end) {
       if (index != data % rdma::imm::index_limit) {
         throw rdma::tutorial_error("imm " + rdma::imm::hex(value) + ": END counts " + std::to_string(index) +
-                                   " DATA writes, " + std::to_string(data) + " arrived");
+                                       " DATA writes, " + std::to_string(data) + " arrived",
+                                   "END carries how many DATA writes the sender made before it, mod 2^24, and RC "
+                                   "delivers every one: the sender counted wrong; is the peer this stage's client?");
       }
       std::printf("imm %s: END after %u DATA write(s)\n", rdma::imm::hex(value).c_str(), data);
       return data;

@@ -123,16 +123,24 @@ TEST_CASE("a DATA index outside the slots should be refused before the server to
   CHECK_FALSE(has_line(r.server.out, "END after"));
 }
 
-TEST_CASE("an unknown type and a wrong END count should each be refused, naming the value") {
-  const std::pair<const char*, const char*> cases[] = {
-      {"0x7f000001", R"(^write_imm: imm 0x7f000001: type 0x7f is none of DATA, END$)"},
-      {"0x02000001", R"(^write_imm: imm 0x02000001: END counts 1 DATA writes, 4 arrived$)"},
+TEST_CASE("an unknown type and a wrong END count should each be refused, naming the value and a likely fix") {
+  struct refusal {
+    const char* value;
+    const char* line;
+    const char* fix;
   };
-  for (const auto& [value, refusal] : cases) {
+  const refusal cases[] = {
+      {"0x7f000001", R"(^write_imm: imm 0x7f000001: type 0x7f is none of DATA, END$)",
+       R"(^  likely fix: the sender speaks another protocol, or its byte order is wrong )"},
+      {"0x02000001", R"(^write_imm: imm 0x02000001: END counts 1 DATA writes, 4 arrived$)",
+       R"(^  likely fix: END carries how many DATA writes the sender made before it, mod 2\^24, )"},
+  };
+  for (const auto& [value, line, fix] : cases) {
     const auto r = run_pair(server_command(), client_command({"--send-imm", value}), 60s);
     INFO(both(r));
     CHECK(r.server.exit_code == 1);
-    CHECK(has_line(r.server.err, refusal));
+    CHECK(has_line(r.server.err, line));
+    CHECK(has_line(r.server.err, fix));
   }
 }
 

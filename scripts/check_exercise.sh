@@ -93,15 +93,16 @@ stage_dir="subprojects/$stage/"
 # it is asked for, never the default.
 # Where the checker runs: on a device (lib.sh's on_device); an exercise
 # whose checker file has a PAIR line crosses the wire between two hosts, so it
-# runs in the first guest of a pair booted for it (about 30 s: never in the
-# workshop's warm guest, which is one host), or where that pair already is.
+# runs in the first guest of a pair (lib.sh's on_pair: the workshop's warm
+# pair, else one booted for it, about 30 s; never the workshop's one-host
+# warm guest), or where that pair already is.
 where() {
   if [[ $pair == 1 && -z "${RXE_VM_PEER_DIR:-}" ]]; then
     if [[ -n "${RXE_VM:-}" ]]; then
       echo "check_exercise: $name runs across two hosts: check it from the host, which boots the two guests (scripts/rxe_vm.sh --pair)" >&2
       return 2
     fi
-    "$(repo_root)/scripts/rxe_vm.sh" --pair --timeout 600 -- "$@"
+    on_pair "$@"
   else
     on_device "$@"
   fi

@@ -144,3 +144,16 @@ on_device() {
     "$(repo_root)/scripts/rxe_vm.sh" -- "$@"
   fi
 }
+
+# Run a command in the first guest of a pair (scripts/rxe_vm.sh --pair),
+# which reaches the second with scripts/on_peer.sh: in the warm pair of
+# scripts/workshop.sh when one is up ($RDMA_TUTORIAL_PAIR, the agent's
+# folder in its first guest, and $RXE_VM_PEER_PID, that guest's qemu);
+# else in a pair booted for it (22-48 s under TCG).
+on_pair() {
+  if [[ -n "${RDMA_TUTORIAL_PAIR:-}" && -e "$RDMA_TUTORIAL_PAIR/ready" ]]; then
+    RXE_VM_PEER_DIR=$RDMA_TUTORIAL_PAIR "$(repo_root)/scripts/on_peer.sh" --timeout 600 -- "$@"
+  else
+    "$(repo_root)/scripts/rxe_vm.sh" --pair --timeout 600 -- "$@"
+  fi
+}

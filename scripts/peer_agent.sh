@@ -13,8 +13,9 @@
 # (NAME.pgid) with its output in NAME.out and NAME.err, and writes its exit
 # status to NAME.status (one write: a reader that finds it empty reads
 # again). NAME.kill asks it to end the job (SIGTERM, then SIGKILL after
-# 2 s). The agent writes DIR/ready once it runs, and on DIR/stop ends every
-# job still running and exits.
+# 2 s), with every process the job started, in a group of its own or not.
+# The agent writes DIR/ready once it runs, and on DIR/stop ends every job
+# still running and exits.
 #
 # Few processes per job, since under TCG each one started costs a few
 # hundred milliseconds (measured in the guest, Linux 6.1: bash 320 ms,
@@ -27,7 +28,7 @@ set -m
 idle=""
 if [[ "${1:-}" == --idle ]]; then idle=$2; shift 2; fi
 dir=$1
-declare -A pids=() kill_sent=() started=()
+declare -A pids=() kill_sent=() started=() tree=()
 last_busy=$SECONDS
 
 # The loop's pause: a read with a timeout on a FIFO nobody writes.
@@ -52,10 +53,36 @@ ended() {  # ended PID: true once the job's process is a zombie (or gone)
   [[ ${stat%% *} == Z ]]
 }
 
+# The processes under PID, one a line, from /proc (no program started).
+descendants() {
+  local -A children=()
+  local stat pid ppid queue=("$1")
+  for stat in /proc/[0-9]*/stat; do
+    read -r stat 2>/dev/null < "$stat" || continue
+    pid=${stat%% *} stat=${stat##*) }  # "STATE PPID PGRP ..." after the name
+    ppid=${stat#* } ppid=${ppid%% *}
+    children[$ppid]+=" $pid"
+  done
+  while (( ${#queue[@]} > 0 )); do
+    for pid in ${children[${queue[0]}]:-}; do echo "$pid"; queue+=("$pid"); done
+    queue=("${queue[@]:1}")
+  done
+}
+
+# A job is its process group and what it started in groups of their own:
+# exercise_check starts each program so (and impair.sh, and on_peer.sh for
+# a server on the other guest). They go with it, or a check ended early
+# would leave its server on the learner's port, or the other guest's
+# server running, for the next check in a warm guest. Taken once, before
+# the first signal: the orphans of an ended process have another parent.
 end_job() {  # end_job NAME SIGNAL
-  local pgid=${pids[$1]:-}
+  local pgid=${pids[$1]:-} pid
   [[ -n "$pgid" ]] || return 0
+  [[ -n "${tree[$1]+set}" ]] || tree[$1]=$(descendants "$pgid")
   kill "-$2" -- "-$pgid" 2>/dev/null || kill "-$2" "$pgid" 2>/dev/null || true
+  for pid in ${tree[$1]}; do
+    kill "-$2" -- "-$pid" 2>/dev/null || kill "-$2" "$pid" 2>/dev/null || true
+  done
 }
 
 echo "peer agent: ready at $RXE_VM_IPV4, watching $dir"
@@ -75,7 +102,7 @@ while [[ ! -e "$dir/stop" ]]; do
       status=$?
       echo "$status" > "$dir/$name.status"
       echo "peer agent: $name ended with status $status"
-      unset "pids[$name]" "kill_sent[$name]"
+      unset "pids[$name]" "kill_sent[$name]" "tree[$name]"
     elif [[ -e "$dir/$name.kill" && -z "${kill_sent[$name]:-}" ]]; then
       end_job "$name" TERM
       kill_sent[$name]=$SECONDS

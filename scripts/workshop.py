@@ -12,14 +12,23 @@ the runner that started it, after --idle seconds without a check, or with
 rxe_vm.sh, or its qemu): one whose qemu is gone is dead even while its
 rxe_vm.sh is a zombie nobody collected. A check watches it twice a second
 and ends at once when it dies (on_peer.sh too, by the qemu's pid); watch
-mode looks once a second between checks, says so, and boots it again.
+mode looks once a second between checks, says so, and boots it again. A
+guest told to stop, or whose agent has ended, is waited for before the next
+one boots (a lock per guest: one boot or stop at a time, in any terminal).
+
+The warm pair: the exercises across two hosts (a PAIR line in their checker
+file) run in two guests on a wire (rxe_vm.sh --pair), which the runner keeps
+as it keeps the one-host guest: booted for the first such check (or by
+`guest start --pair`), its first guest running the agent on .workshop/pair,
+where the check's exercise_check reaches the second through on_peer.sh. A
+check then costs seconds, not a pair's boot (22-48 s).
 
 Watch mode runs each check (and a guest's boot) in a thread of its own, so
 keys work while it runs: q stops it and quits, n and p leave it for
 another exercise, a save starts it again.
 
 Per learner (per checkout): the state folder .workshop/ (progress, the
-guest, a build lock), the build folder (BUILD_DIR, default build) and the
+guests, a build lock), the build folder (BUILD_DIR, default build) and the
 TCP/rdma_cm port two-peer exercises use (RDMA_TUTORIAL_PORT, default one
 derived from the checkout's path), so learners sharing one machine with
 Soft-RoCE set up once do not meet each other's servers.
@@ -65,7 +74,10 @@ USAGE = """usage: scripts/workshop.sh [VERB] [ARGS]
                                 --both: one, then the other
   reset NAME [--yes]            the shipped file back from git (asks first)
   solution [NAME]               once NAME is fixed: your file beside the stage's own
-  guest start|status|stop       the warm Soft-RoCE guest checks run in
+  guest start [--pair]|status|stop
+                                the warm Soft-RoCE guest checks run in; --pair:
+                                and the warm pair, for the exercises across two
+                                hosts (watch mode boots it for the first of them)
   --bench                       time a save-to-verdict check, warm and cold
 
 NAME is an exercise's name (port_zero; case and dashes do not count: Port-Zero),
@@ -73,14 +85,11 @@ STAGE/NAME, or its file's path. Without NAME, check, hint and solution take the
 current exercise: the one watch mode last showed, else the first unsolved.
 Environment: BUILD_DIR (default build), WORKSHOP_STATE (default .workshop),
 RDMA_TUTORIAL_PORT (the port two-peer exercises use), WORKSHOP_IDLE (seconds
-an unused guest lives, default 1800)."""
+an unused guest, or pair, lives, default 1800)."""
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATE = os.environ.get("WORKSHOP_STATE") or os.path.join(ROOT, ".workshop")
 BUILD = os.environ.get("BUILD_DIR", "build")
-GUEST_DIR = os.path.join(STATE, "guest")
-GUEST_PID = os.path.join(STATE, "guest.pid")
-GUEST_LOG = os.path.join(STATE, "guest.log")
 IDLE = int(os.environ.get("WORKSHOP_IDLE", "1800"))
 BOOT_WAIT = 120  # seconds a booting guest may take to say it is ready (TCG, a busy machine)
 PROBE = 0.5      # seconds between looks at the guest while a check runs in it
@@ -125,10 +134,7 @@ def learner_text(text):
                                  os.path.realpath)
 
 
-# --- the warm guest --------------------------------------------------------------
-
-GUEST_PROC = None  # the guest's rxe_vm.sh when this runner started it (reaped here, never a zombie)
-
+# --- the warm guests -------------------------------------------------------------
 
 def proc_stat(pid):
     """(state, process group) of a process from /proc, or None once it is gone."""
@@ -140,202 +146,325 @@ def proc_stat(pid):
         return None
 
 
-_QEMU = {}  # process group -> the qemu found in it (0: it was found, and has ended since)
+_QEMUS = {}  # process group -> the qemus found in it so far, the first guest's first (None: one of them has ended)
 
 
-def guest_qemu(pgid):
-    """The pid of the guest's qemu (in its rxe_vm.sh's process group), or None when none runs."""
-    pid = _QEMU.get(pgid)
-    if pid == 0:
-        return None
-    if pid is not None:
-        stat = proc_stat(pid)
-        if stat and stat[0] != "Z" and stat[1] == pgid:
-            return pid
-        _QEMU[pgid] = 0  # a guest's qemu runs once: when it ends, the guest is gone
-        return None
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        stat = proc_stat(entry)
-        if stat and stat[1] == pgid and stat[0] != "Z":
-            try:
-                with open(f"/proc/{entry}/comm") as f:
-                    comm = f.read().strip()
-            except OSError:
-                continue
-            if comm.startswith("qemu"):
-                _QEMU[pgid] = int(entry)
-                return int(entry)
-    return None
-
-
-def group_alive(pgid):
-    """True while the guest runs: its qemu once it was seen (a rxe_vm.sh killed with SIGKILL leaves
-    it running; a qemu that ended is the guest's end, even before its rxe_vm.sh notices), else its
-    rxe_vm.sh, booting. A zombie is dead: kill -0 succeeds on one, which is why a check once waited
-    10 minutes on a guest whose qemu was gone (issue 34)."""
-    if pgid in _QEMU:
-        return guest_qemu(pgid) is not None
-    stat = proc_stat(pgid)
-    if stat and stat[0] != "Z":
-        return True
-    return guest_qemu(pgid) is not None
-
-
-def recorded_guest():
-    """The process group named in guest.pid (alive or not), or None."""
+def runs_the_command(qemu):
+    """True for the qemu of the guest that runs rxe_vm.sh's command (job.sh), False for a pair's peer."""
     try:
-        with open(GUEST_PID) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def guest_pid():
-    """The running guest's rxe_vm.sh pid (its process group), or None when no guest runs."""
-    pid = recorded_guest()
-    if pid is None:
-        return None
-    if GUEST_PROC is not None and GUEST_PROC.pid == pid:
-        GUEST_PROC.poll()  # collect our rxe_vm.sh if it ended
-    return pid if group_alive(pid) else None
-
-
-def guest_ready():
-    return (guest_pid() is not None and os.path.exists(os.path.join(GUEST_DIR, "ready"))
-            and not os.path.exists(os.path.join(GUEST_DIR, "stop")))
-
-
-def guest_gone_reason():
-    """Why a guest that ran is gone: (kind, in the words a learner needs), kind "stopped" (asked to),
-    "idle" (unused for WORKSHOP_IDLE) or "died" (its qemu is gone)."""
-    if os.path.exists(os.path.join(GUEST_DIR, "stop")):
-        return "stopped", "it was stopped: scripts/workshop.sh guest stop, or the runner that booted it ended"
-    tail = ""
-    if os.path.exists(GUEST_LOG):
-        with open(GUEST_LOG, errors="replace") as f:
-            tail = f.read()[-300:]
-    if "idle for" in tail:
-        return "idle", f"it stopped after {IDLE} s unused (WORKSHOP_IDLE)"
-    return "died", "its qemu is gone: it crashed, or was killed"
-
-
-def guest_start(wait=True, cancel=None):
-    """Boots the warm guest unless one runs; True once it is ready (or booting, with wait=False)."""
-    if guest_pid() is not None:
-        return wait_ready(cancel) if wait else True
-    end_leftover()
-    import shutil  # here, not at the top: each import costs at start-up in a TCG guest
-    shutil.rmtree(GUEST_DIR, ignore_errors=True)
-    os.makedirs(GUEST_DIR)
-    command = [os.path.join(ROOT, "scripts", "rxe_vm.sh"), "--timeout", str(IDLE + 8 * 3600)]
-    if not os.path.realpath(STATE).startswith(os.path.realpath(ROOT) + os.sep):
-        command += ["--share", STATE]  # the agent's folder must be seen inside the guest
-    command += ["--", os.path.join(ROOT, "scripts", "peer_agent.sh"), "--idle", str(IDLE), GUEST_DIR]
-    global GUEST_PROC
-    with open(GUEST_LOG, "w") as log:
-        # A session of its own: Ctrl-C in the terminal reaches the runner, which ends the guest itself.
-        GUEST_PROC = proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                             start_new_session=True)
-    with open(GUEST_PID, "w") as f:
-        f.write(f"{proc.pid}\n")
-    return wait_ready(cancel) if wait else True
-
-
-def end_leftover():
-    """The rxe_vm.sh of a guest whose qemu is gone ends within 0.2 s; a new guest waits for it, or it
-    would still write into the new guest's log (its file offset past the truncation)."""
-    old = recorded_guest()
-    if old is None:
-        return
-    try:
-        with open(f"/proc/{old}/cmdline", "rb") as f:
-            if b"rxe_vm.sh" not in f.read():
-                return  # that process id is some other program's by now
+        with open(f"/proc/{qemu}/cmdline", "rb") as f:
+            return b"rxe_vm.job=job.sh" in f.read()
     except OSError:
-        return
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline and (proc_stat(old) or ("Z",))[0] != "Z":
-        time.sleep(0.05)
-    if (proc_stat(old) or ("Z",))[0] != "Z":
-        try:
-            os.killpg(old, signal.SIGKILL)
-        except OSError:
-            pass
-    if GUEST_PROC is not None and GUEST_PROC.pid == old:
-        GUEST_PROC.poll()
-
-
-def wait_ready(cancel=None):
-    """True once the guest is ready; False if it died, took BOOT_WAIT, or `cancel` was set (a guest
-    left booting is used by the next check)."""
-    deadline = time.monotonic() + BOOT_WAIT
-    while time.monotonic() < deadline:
-        if guest_ready():
-            return True
-        if guest_pid() is None or (cancel is not None and cancel.is_set()):
-            break
-        time.sleep(0.1)
-    return False
-
-
-def guest_failure():
-    """Why the guest is not there: the tail of its log, and check_env.sh's line for the guest."""
-    tail = ""
-    if os.path.exists(GUEST_LOG):
-        with open(GUEST_LOG, errors="replace") as f:
-            tail = " / ".join(line.strip() for line in f.read().strip().splitlines()[-3:])
-    env = subprocess.run([os.path.join(ROOT, "scripts", "check_env.sh")], capture_output=True, text=True)
-    # Its guest line ("OK   guest: ..." or "FAIL guest: ..."), not the lines that mention the guest in passing.
-    guest_lines = [line for line in env.stdout.splitlines() if line[5:].startswith("guest:")]
-    return (tail or "no output") + ("\n  check_env.sh: " + guest_lines[0].strip() if guest_lines else "")
-
-
-def forget_guest():
-    for path in (GUEST_PID, os.path.join(GUEST_DIR, "ready")):
-        if os.path.exists(path):
-            os.remove(path)
-
-
-def guest_stop():
-    pid = guest_pid()
-    if pid is None:
-        forget_guest()  # a guest that died leaves its files: they must not pass for a running one
         return False
-    open(os.path.join(GUEST_DIR, "stop"), "w").close()  # the agent ends its jobs; the guest powers off
-    # A guest still booting has no agent to read that yet: it is ended at once.
-    deadline = time.monotonic() + (15 if os.path.exists(os.path.join(GUEST_DIR, "ready")) else 0)
-    while time.monotonic() < deadline and guest_pid() is not None:
-        time.sleep(0.1)
-    if guest_pid() is not None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):  # rxe_vm.sh's trap kills its qemu
+
+
+def guest_qemus(pgid, count):
+    """The qemus of a guest's process group (its rxe_vm.sh's), the one that runs the command first:
+    fewer than `count` while they start, None once one that ran has ended (a guest's qemu runs once:
+    when it ends the guest, or the pair, is gone, even before its rxe_vm.sh notices)."""
+    found = _QEMUS.get(pgid, [])
+    if found is None:
+        return None
+    for pid in found:
+        stat = proc_stat(pid)
+        if not stat or stat[0] == "Z" or stat[1] != pgid:
+            _QEMUS[pgid] = None
+            return None
+    if len(found) < count:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in found:
+                continue
+            stat = proc_stat(entry)
+            if stat and stat[1] == pgid and stat[0] != "Z":
+                try:
+                    with open(f"/proc/{entry}/comm") as f:
+                        comm = f.read().strip()
+                except OSError:
+                    continue
+                if comm.startswith("qemu"):
+                    found = found + [int(entry)]
+        found.sort(key=lambda pid: not runs_the_command(pid))
+        if found:
+            _QEMUS[pgid] = found
+    return found
+
+
+def group_alive(pgid, count=1):
+    """True while the guest runs: its `count` qemus once all were seen (a rxe_vm.sh killed with SIGKILL
+    leaves them running; a qemu that ended is the guest's end, even before its rxe_vm.sh notices), else
+    its rxe_vm.sh, booting. A zombie is dead: kill -0 succeeds on one, which is why a check once waited
+    10 minutes on a guest whose qemu was gone (issue 34)."""
+    qemus = guest_qemus(pgid, count)
+    if qemus is None:
+        return False
+    if len(qemus) == count:
+        return True
+    stat = proc_stat(pgid)
+    return bool(stat and stat[0] != "Z")
+
+
+class Guest:
+    """A warm guest the runner keeps: scripts/rxe_vm.sh with scripts/peer_agent.sh running on a folder
+    of the workshop state (STATE/NAME), its process group named in NAME.pid, its output in NAME.log.
+    The one-host guest serves every exercise but those across two hosts; the pair (rxe_vm.sh --pair)
+    serves those: its agent runs in the pair's first guest, where a check's exercise_check reaches
+    the second guest through scripts/on_peer.sh, as in a pair booted for one check."""
+
+    def __init__(self, name, pair, what, title, own, start):
+        self.pair = pair
+        self.qemus = 2 if pair else 1
+        self.what = what    # in what the runner says: "the warm guest stopped ..."
+        self.title = title  # "booting the warm Soft-RoCE guest ..."
+        self.own = own      # what a check boots without it: "a guest of its own"
+        self.start_command = start  # how a learner keeps one: "scripts/workshop.sh guest start"
+        self.dir = os.path.join(STATE, name)
+        self.pid_file = os.path.join(STATE, name + ".pid")
+        self.log = os.path.join(STATE, name + ".log")
+        self.lock_file = os.path.join(STATE, name + ".lock")
+        self.proc = None      # its rxe_vm.sh when this runner started it (reaped here, never a zombie)
+        self.started = False  # this runner booted it, and stops it when it ends
+        self.seen = False     # one ran while this runner did: a boot now is one "again"
+        self.used = None      # the process group of the warm guest the last check ran in
+
+    def marker(self, name):
+        return os.path.join(self.dir, name)
+
+    def recorded(self):
+        """The process group named in NAME.pid (alive or not), or None."""
+        try:
+            with open(self.pid_file) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def pid(self):
+        """The running guest's rxe_vm.sh pid (its process group), or None when none runs."""
+        pid = self.recorded()
+        if pid is None:
+            return None
+        if self.proc is not None and self.proc.pid == pid:
+            self.proc.poll()  # collect our rxe_vm.sh if it ended
+        return pid if group_alive(pid, self.qemus) else None
+
+    def qemu(self):
+        """The qemu of the guest its agent runs in (the pair's first), or None."""
+        pid = self.pid()
+        qemus = guest_qemus(pid, self.qemus) if pid is not None else None
+        return qemus[0] if qemus else None
+
+    def ready(self):
+        return self.pid() is not None and os.path.exists(self.marker("ready")) and not os.path.exists(self.marker("stop"))
+
+    def log_tail(self):
+        if not os.path.exists(self.log):
+            return ""
+        with open(self.log, errors="replace") as f:
+            return f.read()[-300:]
+
+    def going_down(self):
+        """True once it was told to stop (DIR/stop) or its agent ended (idle, or told): it powers off in
+        a moment, and a new one waits for its end. Booted beside it, the new one's agent would find the
+        stop marker, or the old one's end would read as the new one's: after `guest stop` during a
+        check, the reboot failed at once ("peer agent: stopped", issue 43)."""
+        return os.path.exists(self.marker("stop")) or "peer agent: stopped" in self.log_tail()
+
+    def gone_reason(self):
+        """Why a guest that ran is gone: (kind, in the words a learner needs), kind "stopped" (asked to),
+        "idle" (unused for WORKSHOP_IDLE) or "died" (a qemu of it is gone)."""
+        if os.path.exists(self.marker("stop")):
+            return "stopped", "it was stopped: scripts/workshop.sh guest stop, or the runner that booted it ended"
+        if "idle for" in self.log_tail():
+            return "idle", f"it stopped after {IDLE} s unused (WORKSHOP_IDLE)"
+        if self.pair:
+            return "died", "a qemu of the two is gone: it crashed, or was killed"
+        return "died", "its qemu is gone: it crashed, or was killed"
+
+    def lock(self, cancel=None, wait=True):
+        """This guest's lock (an open file, held until closed), or None when `cancel` was set first or,
+        without wait, another holds it. One boot or stop at a time, from any terminal of this learner:
+        a `guest stop` holds it until its guest is gone, so a runner booting the next one waits for
+        that, and the stop, done, cannot forget the new guest's pid file."""
+        os.makedirs(STATE, exist_ok=True)
+        f = open(self.lock_file, "w")
+        while True:
             try:
-                os.killpg(pid, sig)
-            except OSError:
-                break
-            for _ in range(10):
-                if guest_pid() is None:
-                    break
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return f
+            except BlockingIOError:
+                if not wait or (cancel is not None and cancel.is_set()):
+                    f.close()
+                    return None
                 time.sleep(0.1)
-    if GUEST_PROC is not None:
-        GUEST_PROC.poll()
-    forget_guest()
-    return True
+
+    def start(self, wait=True, cancel=None):
+        """Boots it unless one runs; True once it is ready (or booting, with wait=False). One going down
+        is waited for (ended, after a moment) first."""
+        lock = self.lock(cancel)
+        if lock is None:
+            return False
+        with lock:
+            pid = self.pid()
+            if pid is not None and self.going_down():
+                self.end(pid)
+                pid = None
+            if pid is None:
+                self.boot()
+        return self.wait_ready(cancel) if wait else True
+
+    def boot(self):
+        """A new guest, booting in the background (holding the lock)."""
+        self.end_leftover()
+        import shutil  # here, not at the top: each import costs at start-up in a TCG guest
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        command = [os.path.join(ROOT, "scripts", "rxe_vm.sh")] + (["--pair"] if self.pair else [])
+        command += ["--timeout", str(IDLE + 8 * 3600)]
+        if not os.path.realpath(STATE).startswith(os.path.realpath(ROOT) + os.sep):
+            command += ["--share", STATE]  # the agent's folder must be seen inside the guest
+        command += ["--", os.path.join(ROOT, "scripts", "peer_agent.sh"), "--idle", str(IDLE), self.dir]
+        with open(self.log, "w") as log:
+            # A session of its own: Ctrl-C in the terminal reaches the runner, which ends the guest itself.
+            self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        _QEMUS.pop(self.proc.pid, None)  # a process group of an earlier guest, with the same number
+        with open(self.pid_file, "w") as f:
+            f.write(f"{self.proc.pid}\n")
+
+    def end_leftover(self):
+        """The rxe_vm.sh of a guest whose qemu is gone ends within 0.2 s; a new guest waits for it, or it
+        would still write into the new guest's log (its file offset past the truncation)."""
+        old = self.recorded()
+        if old is None:
+            return
+        try:
+            with open(f"/proc/{old}/cmdline", "rb") as f:
+                if b"rxe_vm.sh" not in f.read():
+                    return  # that process id is some other program's by now
+        except OSError:
+            return
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and (proc_stat(old) or ("Z",))[0] != "Z":
+            time.sleep(0.05)
+        if (proc_stat(old) or ("Z",))[0] != "Z":
+            try:
+                os.killpg(old, signal.SIGKILL)
+            except OSError:
+                pass
+        if self.proc is not None and self.proc.pid == old:
+            self.proc.poll()
+
+    def wait_ready(self, cancel=None):
+        """True once the guest is ready; False if it died, was told to stop, took BOOT_WAIT, or `cancel`
+        was set (a guest left booting is used by the next check)."""
+        deadline = time.monotonic() + BOOT_WAIT
+        while time.monotonic() < deadline:
+            if self.ready():
+                return True
+            if self.pid() is None or self.going_down() or (cancel is not None and cancel.is_set()):
+                break
+            time.sleep(0.1)
+        return False
+
+    def failure(self):
+        """Why the guest is not there: the tail of its log, and check_env.sh's line for the guest."""
+        tail = ""
+        if os.path.exists(self.log):
+            with open(self.log, errors="replace") as f:
+                tail = " / ".join(line.strip() for line in f.read().strip().splitlines()[-3:])
+        env = subprocess.run([os.path.join(ROOT, "scripts", "check_env.sh")], capture_output=True, text=True)
+        # Its guest line ("OK   guest: ..." or "FAIL guest: ..."), not the lines that mention the guest in passing.
+        guest_lines = [line for line in env.stdout.splitlines() if line[5:].startswith("guest:")]
+        return (tail or "no output") + ("\n  check_env.sh: " + guest_lines[0].strip() if guest_lines else "")
+
+    def forget(self):
+        """A guest that is gone leaves its files: they must not pass for a running one. Left alone while
+        another holds the lock (a boot or a stop, which see to them), and once they name a new guest."""
+        lock = self.lock(wait=False)
+        if lock is None:
+            return
+        with lock:
+            if self.pid() is None:
+                self.remove_files()
+
+    def remove_files(self):
+        for path in (self.pid_file, self.marker("ready")):
+            if os.path.exists(path):
+                os.remove(path)
+
+    def stop(self):
+        """Stops it; False when none ran."""
+        with self.lock():
+            pid = self.pid()
+            if pid is None:
+                self.remove_files()
+                return False
+            self.end(pid)
+            return True
+
+    def end(self, pid):
+        """Ends the guest of process group `pid` (holding the lock): its agent told to stop (it ends its
+        jobs, and the guest powers off), then what is left of it ended by signals; its files removed."""
+        open(self.marker("stop"), "w").close()
+        # A guest still booting has no agent to read that yet, one whose agent has ended none any
+        # more: each is ended at once.
+        deadline = time.monotonic() + (15 if os.path.exists(self.marker("ready")) else 0)
+        while time.monotonic() < deadline and self.pid() is not None:
+            time.sleep(0.1)
+        if self.pid() is not None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):  # rxe_vm.sh's trap kills its qemus
+                try:
+                    os.killpg(pid, sig)
+                except OSError:
+                    break
+                for _ in range(10):
+                    if self.pid() is None:
+                        break
+                    time.sleep(0.1)
+        if self.proc is not None:
+            self.proc.poll()
+        self.remove_files()
+
+    def clear_wire(self):
+        """The pair's wire whole again, before the next check, after one that did not run to its end
+        (DIR/dirty): exercise_check clears the impairment it set as it ends, but one ended early did
+        not, and the next exercise's run would lose a packet it did not ask to lose."""
+        env = dict(os.environ, RXE_VM_PEER_DIR=self.dir, RXE_VM_PEER_PID=str(self.qemu() or ""))
+        both = "scripts/impair.sh --clear && scripts/on_peer.sh --timeout 30 -- scripts/impair.sh --clear"
+        done = subprocess.run([os.path.join(ROOT, "scripts", "on_peer.sh"), "--timeout", "60", "--", "bash", "-c", both],
+                              cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+        if done.returncode == 0:
+            os.remove(self.marker("dirty"))
+
+    def status(self):
+        """One line: whether it runs, and how it serves the checks."""
+        pid = self.pid()
+        if pid is None:
+            return ("no warm pair: a check across two hosts boots a pair of its own (watch mode keeps one, "
+                    f"and {self.start_command})" if self.pair else
+                    f"no warm guest: a check boots a guest of its own ({self.start_command} keeps one)")
+        if not self.ready():
+            return f"{self.what} is booting (rxe_vm.sh pid {pid})"
+        jobs = len([f for f in os.listdir(self.dir) if f.endswith(".status")])
+        qemus = " and ".join(str(q) for q in guest_qemus(pid, self.qemus) or [])
+        return (f"{self.what} is up (rxe_vm.sh pid {pid}, qemu pid{'s' if self.pair else ''} {qemus}): "
+                f"{jobs} check(s) run; it ends after {IDLE} s unused")
+
+
+GUEST = Guest("guest", False, "the warm guest", "the warm Soft-RoCE guest", "a guest of its own",
+              "scripts/workshop.sh guest start")
+PAIR = Guest("pair", True, "the warm pair", "the warm pair of Soft-RoCE guests", "a pair of its own",
+             "scripts/workshop.sh guest start --pair")
+GUESTS = (GUEST, PAIR)
 
 
 def guest_status():
-    pid = guest_pid()
     if have_active_port():
-        say("this machine has an active RDMA port: checks run here, no guest is needed")
-    elif pid is None:
-        say("no warm guest: a check boots a guest of its own (scripts/workshop.sh guest start keeps one)")
-    elif not guest_ready():
-        say(f"the warm guest is booting (rxe_vm.sh pid {pid})")
+        say("this machine has an active RDMA port: checks run here, no guest is needed "
+            "(but for those across two hosts)")
     else:
-        jobs = len([f for f in os.listdir(GUEST_DIR) if f.endswith(".status")])
-        say(f"the warm guest is up (rxe_vm.sh pid {pid}, qemu pid {guest_qemu(pid)}): {jobs} check(s) run; "
-            f"it ends after {IDLE} s unused")
+        say(GUEST.status())
+    say(PAIR.status())
 
 
 # --- checks ------------------------------------------------------------------------
@@ -389,9 +518,7 @@ class Runner:
         self.exercises = lib.find_exercises(ROOT)
         self.progress = lib.Progress(os.path.join(STATE, "progress.json"))
         self.progress_lock = threading.Lock()
-        self.started_guest = False  # this runner booted the guest it uses, and stops it when it ends
-        self.keep_guest = False     # a warm guest is wanted (watch, verify, bench): one that died is booted again
-        self.used_guest = None      # the process group of the warm guest the last check ran in
+        self.keep_guest = False     # warm guests are wanted (watch, verify, bench): booted when first needed, again if they died
         self.tree_built = False
         self.prebuilt = False  # every exercise built already (verify): the checker builds nothing
         self.main_stop = Stop()          # the command line's; a watch mode job brings its own (Job)
@@ -432,24 +559,32 @@ class Runner:
         s = self.statuses()
         return lib.progress_bar(sum(v == lib.FIXED for v in s.values()), len(self.exercises))
 
-    def ensure_guest(self):
-        """The warm guest where one is needed: booted if none runs (again if it died). False when it did
-        not come up, or the boot was cancelled (a guest left booting serves the next check)."""
-        if have_active_port() or guest_ready():
-            self.used_guest = guest_pid() if not have_active_port() else None
+    def guest_for(self, e):
+        """The warm guest a check of e would run in: the pair for an exercise across two hosts, else the
+        one-host guest, or None where this machine's own RDMA port serves."""
+        if e.pair:
+            return PAIR
+        return None if have_active_port() else GUEST
+
+    def ensure_guest(self, guest):
+        """A warm guest: booted if none runs (again if it died or went down). False when it did not come
+        up, or the boot was cancelled (a guest left booting serves the next check)."""
+        if guest.ready():
+            guest.used = guest.pid()
+            guest.seen = True
             return True
-        if guest_pid() is None:
-            self.report("booting the warm Soft-RoCE guest again ..." if self.started_guest else
-                        "booting the warm Soft-RoCE guest (once; later checks use it) ...")
-            self.started_guest = True
-        if guest_start(cancel=self.stop.event):
-            self.used_guest = guest_pid()
+        if guest.pid() is None or guest.going_down():
+            self.report(f"booting {guest.title} again ..." if guest.seen else
+                        f"booting {guest.title} (once; later checks use it) ...")
+            guest.started = guest.seen = True
+        if guest.start(cancel=self.stop.event):
+            guest.used = guest.pid()
             return True
         if self.stop.is_set():
             return False
-        self.report("the warm guest did not come up: " + guest_failure())
-        self.report("checks fall back to a guest of their own each (slower)")
-        guest_stop()
+        self.report(f"{guest.what} did not come up: " + guest.failure())
+        self.report(f"checks fall back to {guest.own} each (slower)")
+        guest.stop()
         return False
 
     def build(self, command, what):
@@ -485,8 +620,9 @@ class Runner:
     def run_watched(self, command, env, guest=None, stream=False, progress=None):
         """COMMAND's exit code and output, read as it comes (and shown, with stream; each of ninja's
         steps in it handed to progress, a build's, lib.build_step's (done, total, what)). It ends early,
-        its whole process group stopped, when this thread's Stop is set or the guest it runs in (the process
-        group `guest`) dies: (code, output, lost), lost True in that second case."""
+        its whole process group stopped, when this thread's Stop is set or the warm guest it runs in
+        (`guest`, a (Guest, process group)) dies or is told to stop: (code, output, lost), lost True in
+        that second case."""
         stop = self.stop
         stop.child = proc = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -517,7 +653,7 @@ class Runner:
                     stop.kill(signal.SIGTERM)
                 if guest is not None and stopped is None and now - probed >= PROBE:
                     probed = now
-                    if not group_alive(guest) or os.path.exists(os.path.join(GUEST_DIR, "stop")):
+                    if not group_alive(guest[1], guest[0].qemus) or guest[0].going_down():
                         lost, stopped = True, now
                         stop.kill(signal.SIGTERM)
                 if stopped is not None and now - stopped > 3:
@@ -538,11 +674,11 @@ class Runner:
             sys.stdout.write(learner_text(pending.decode(errors="replace")) + "\n")
         return code, out.decode(errors="replace"), lost
 
-    def run_checker(self, args, stream=False):
-        """scripts/check_exercise.sh ARGS, through the warm guest when one is up: (exit code, output,
-        lost), lost when the guest died under it. The tree itself is built once per run of the runner,
-        not once per check (about a second each): after that the checker builds only the exercise, and
-        what it reuses of the stage."""
+    def run_checker(self, args, guest, stream=False):
+        """scripts/check_exercise.sh ARGS, through the warm guest `guest` when it is up: (exit code,
+        output, lost), lost when the guest died under it. The tree itself is built once per run of the
+        runner, not once per check (about a second each): after that the checker builds only the
+        exercise, and what it reuses of the stage."""
         env = dict(os.environ, BUILD_DIR=BUILD, RDMA_TUTORIAL_PORT=learner_port())
         if not self.tree_built:
             code, said = self.build(["bash", "-c", f'source {ROOT}/scripts/lib.sh; build_tree "$0" -', BUILD], "the stages")
@@ -550,17 +686,20 @@ class Runner:
                 return 2, "check_exercise: the stages themselves do not build:\n" + said, False
             self.tree_built = True
         env["RDMA_TUTORIAL_BUILT"] = "exercises" if self.prebuilt else "1"
-        if have_active_port() and not env.get("RDMA_TUTORIAL_IPV4") and not env.get("RXE_VM"):
+        if have_active_port() and guest is None and not env.get("RDMA_TUTORIAL_IPV4") and not env.get("RXE_VM"):
             # A machine of its own with Soft-RoCE: rdma_cm exercises use its address, not the guest's.
             address = subprocess.run(["bash", "-c", f"source {ROOT}/scripts/lib.sh; rdma_ipv4"],
                                      capture_output=True, text=True).stdout.strip()
             if address:
                 env["RDMA_TUTORIAL_IPV4"] = address
-        pid, guest = guest_pid(), None
-        if pid is not None and guest_ready():
+        watched = None
+        if guest is not None and guest.ready():
+            pid = guest.used = guest.pid()
+            # lib.sh's on_device, or check_exercise.sh's where() for the pair, hands the run to its agent.
+            env["RDMA_TUTORIAL_PAIR" if guest.pair else "RDMA_TUTORIAL_GUEST"] = guest.dir
             # on_peer.sh watches the qemu: when it dies its rxe_vm.sh ends, a zombie until collected.
-            env.update(RDMA_TUTORIAL_GUEST=GUEST_DIR, RXE_VM_PEER_PID=str(guest_qemu(pid) or pid))
-            guest = self.used_guest = pid
+            env["RXE_VM_PEER_PID"] = str(guest.qemu() or pid)
+            watched = (guest, pid)
         os.makedirs(STATE, exist_ok=True)
         with open(os.path.join(STATE, "build.lock"), "w") as lock:
             while True:  # one build at a time in this checkout; the lock goes with the process
@@ -571,50 +710,57 @@ class Runner:
                     if self.stop.is_set():
                         return None, "", False
                     time.sleep(0.1)
-            code, out, lost = self.run_watched([os.path.join(ROOT, "scripts", "check_exercise.sh")] + args, env, guest,
-                                               stream)
-        if guest is not None and not lost:
+            dirty = guest.marker("dirty") if watched is not None and guest.pair else None
+            if dirty is not None:
+                # Marked while a check runs in the pair, unmarked when it ran to its end: see clear_wire.
+                if os.path.exists(dirty):
+                    guest.clear_wire()
+                open(dirty, "w").close()
+            code, out, lost = self.run_watched([os.path.join(ROOT, "scripts", "check_exercise.sh")] + args, env,
+                                               watched, stream)
+        if watched is not None and not lost:
             # on_peer.sh may have seen it first (exit 125): the check ended, and the guest is gone.
-            lost = not group_alive(guest) or os.path.exists(os.path.join(GUEST_DIR, "stop"))
+            lost = not group_alive(watched[1], guest.qemus) or guest.going_down()
+            if dirty is not None and not self.stop.is_set() and not lost:
+                os.remove(dirty)
         return code, out, lost
 
-    def guest_gone_before(self):
+    def guest_gone_before(self, guest):
         """Before a check: the warm guest it would have used is gone. Say so (why, and what happens now)
         rather than let the check boot a guest of its own in silence, and boot it again where a warm
         guest is wanted."""
-        if have_active_port() or guest_ready():
+        if guest is None or guest.ready():
             return
-        if self.used_guest is not None or (recorded_guest() is not None and guest_pid() is None):
-            kind, why = guest_gone_reason()
+        if guest.used is not None or (guest.recorded() is not None and guest.pid() is None):
+            kind, why = guest.gone_reason()
             then = "booting it again" if self.keep_guest else \
-                "this check boots a guest of its own (slower; scripts/workshop.sh guest start keeps a warm one)"
-            self.report(f"the warm guest is gone ({why}); {then}")
-            self.used_guest = None
-            if guest_pid() is None:
-                forget_guest()
+                f"this check boots {guest.own} (slower; {guest.start_command} keeps a warm one)"
+            self.report(f"{guest.what} is gone ({why}); {then}")
+            guest.used = None
+            guest.forget()
         if self.keep_guest:
-            self.ensure_guest()
+            self.ensure_guest(guest)
 
     def check(self, e, stream=False, show_output=False):
         """Checks one exercise and records its verdict: a Result."""
         os.makedirs(STATE, exist_ok=True)
         started, clock = time.time(), time.monotonic()
         file_hash = e.file_hash()
-        self.guest_gone_before()
+        guest = self.guest_for(e)
+        self.guest_gone_before(guest)
         args = (["--show-output"] if show_output else []) + [e.qualified]
-        code, out, lost = self.run_checker(args, stream)
+        code, out, lost = self.run_checker(args, guest, stream)
         if lost and not self.stop.is_set():
-            _, why = guest_gone_reason()
-            self.report(f"the warm guest stopped during the check of {e.qualified} ({why}); "
+            _, why = guest.gone_reason()
+            self.report(f"{guest.what} stopped during the check of {e.qualified} ({why}); "
                         + ("booting it again, then checking again" if self.keep_guest else
-                           "checking again in a guest of its own (slower; scripts/workshop.sh guest start keeps a warm one)"))
-            self.used_guest = None
-            if guest_pid() is None:
-                forget_guest()
+                           f"checking again in {guest.own} (slower; {guest.start_command} keeps a warm one)"))
+            guest.used = None
+            guest.forget()
             if self.keep_guest:
-                self.ensure_guest()
+                self.ensure_guest(guest)
             if not self.stop.is_set():
-                code, out, lost = self.run_checker(args, stream)
+                code, out, lost = self.run_checker(args, guest, stream)
         cancelled = self.stop.is_set()
         verdict = None if cancelled else lib.verdict_of(out)
         if verdict is not None:
@@ -623,8 +769,9 @@ class Runner:
 
     def cleanup(self):
         self.main_stop.set()
-        if self.started_guest:
-            guest_stop()
+        for guest in GUESTS:
+            if guest.started:
+                guest.stop()
 
     # --- verbs -----------------------------------------------------------------------
 
@@ -716,11 +863,10 @@ class Runner:
         self.tree_built = True
         self.prebuilt = True
         self.keep_guest = True
-        self.ensure_guest()
         rows, bad = [], 0
         # In a guest that has no second one (CI's device guest), an exercise across two hosts cannot
-        # run: the pair suite checks those (common/stage_rules.build). Anywhere else the checker
-        # boots the two guests it needs.
+        # run: the pair suite checks those (common/stage_rules.build). Anywhere else they run in the
+        # warm pair, booted for the first of them.
         alone = os.environ.get("RXE_VM") == "1" and not os.environ.get("RXE_VM_PEER_DIR")
         skipped = [e for e in self.exercises if alone and e.pair]
         for e in skipped:
@@ -728,10 +874,13 @@ class Runner:
         for e in [e for e in self.exercises if e not in skipped]:
             # As shipped, still broken *with its own symptom* (exercise_check --expect broken), as CI
             # proves; with --reference, the stage's own program passes the exercise's checks.
+            guest = self.guest_for(e)
+            if guest is not None:
+                self.ensure_guest(guest)
             if reference:
-                code, out, _ = self.run_checker(["--reference", e.qualified])
+                code, out, _ = self.run_checker(["--reference", e.qualified], guest)
             else:
-                code, out, _ = self.run_checker(["--expect", "broken", e.qualified])
+                code, out, _ = self.run_checker(["--expect", "broken", e.qualified], guest)
                 if lib.verdict_of(out) is not None:
                     self.update_progress(lambda p: p.record(e.qualified, e.file_hash(), lib.verdict_of(out)))
             verdict = lib.verdict_of(out)
@@ -928,21 +1077,25 @@ class Watch:
         self.start_check(e)
 
     def look_at_guest(self):
-        """Between checks, once a second: the warm guest the last check ran in died. Say so at once;
-        boot it again if it crashed (if it was stopped, or stopped itself unused, the next check does)."""
-        if self.running() or have_active_port() or self.r.used_guest is None or guest_ready():
+        """Between checks, once a second: a warm guest the last checks ran in (the one-host guest, the
+        pair) is gone. Say so at once; boot it again if it crashed (if it was stopped, or stopped itself
+        unused, the next check that needs it does)."""
+        if self.running():
             return
-        if guest_pid() is not None and not os.path.exists(os.path.join(GUEST_DIR, "stop")):
-            return  # booting (another terminal's check booted it again)
-        kind, why = guest_gone_reason()
-        self.r.used_guest = None
-        if guest_pid() is None:
-            forget_guest()
-        if kind == "died":
-            self.notice(f"the warm guest stopped ({why}); booting it again")
-            self.start(Job(self.r, "booting the warm Soft-RoCE guest again", self.r.ensure_guest))
-        else:
-            self.notice(f"the warm guest stopped ({why}); the next check boots it again")
+        for guest in GUESTS:
+            if guest.used is None or guest.ready():
+                continue
+            if guest.pid() is not None and not guest.going_down():
+                continue  # booting (another terminal's check booted it again)
+            kind, why = guest.gone_reason()
+            guest.used = None
+            guest.forget()
+            if kind == "died":
+                self.notice(f"{guest.what} stopped ({why}); booting it again")
+                self.start(Job(self.r, f"booting {guest.title} again", lambda g=guest: self.r.ensure_guest(g)))
+                return
+            self.notice(f"{guest.what} stopped ({why}); the next check {'across two hosts ' if guest.pair else ''}"
+                        "boots it again")
 
     # --- the screen ---------------------------------------------------------------------
 
@@ -1177,6 +1330,37 @@ def cmd_watch(runner, args):
         termios.tcsetattr(sys.stdin, termios.TCSADRAIN, saved)
 
 
+def cmd_guest(action, option=None):
+    """guest start [--pair], status, stop: the warm guests by hand. They outlive this command (until
+    WORKSHOP_IDLE, or `guest stop`)."""
+    if action not in ("start", "status", "stop"):
+        close = lib.suggestions(action, ["start", "status", "stop"])
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise lib.UsageError(f"guest takes start, status or stop, not '{action}'{hint}")
+    if option not in (None, "--pair") or (option and action != "start"):
+        raise lib.UsageError("guest takes --pair after start only: guest start --pair boots the warm pair too")
+    if action == "stop":
+        stopped = [guest.what for guest in GUESTS if guest.stop()]
+        say(f"{' and '.join(stopped)} {'are' if len(stopped) > 1 else 'is'} stopped" if stopped else "no warm guest runs")
+        return 0
+    if action == "status":
+        guest_status()
+        return 0
+    wanted = ([] if have_active_port() else [GUEST]) + ([PAIR] if option else [])
+    if not wanted:
+        say("this machine has an active RDMA port: checks run here, no guest is needed "
+            "(guest start --pair boots the pair for the exercises across two hosts)")
+        return 0
+    for guest in wanted:
+        guest.start(wait=False)  # booting side by side
+    failed = [guest for guest in wanted if not guest.wait_ready()]
+    for guest in failed:
+        say(f"{guest.what} did not come up: " + guest.failure())
+        guest.stop()
+    guest_status()
+    return 1 if failed else 0
+
+
 # --- the benchmark --------------------------------------------------------------------
 
 def cmd_bench(runner):
@@ -1184,8 +1368,8 @@ def cmd_bench(runner):
     checks (both programs' output kept for o, KEEP_OUTPUT) and as `check` does (not kept); and the
     first check with no guest running (cold), for one one-peer and one two-peer exercise."""
     results = []
-    if guest_pid() is not None:
-        guest_stop()
+    for guest in GUESTS:
+        guest.stop()
     for name in ("port_zero", "no_recv_posted"):
         e = runner.find(name)
         path = os.path.join(ROOT, e.path)
@@ -1200,15 +1384,18 @@ def cmd_bench(runner):
                 raise RuntimeError(f"{name}: no verdict")
             return time.monotonic() - start
         cold = saved_to_verdict()
-        runner.started_guest = True
-        if not runner.ensure_guest():
-            raise RuntimeError("the warm guest did not come up")
+        guest = runner.guest_for(e)
+        if guest is not None:
+            guest.started = True
+            if not runner.ensure_guest(guest):
+                raise RuntimeError(f"{guest.what} did not come up")
         saved_to_verdict()  # the guest's first check warms its caches
         watch = [saved_to_verdict(KEEP_OUTPUT) for _ in range(5)]
         check = [saved_to_verdict() for _ in range(5)]
-        guest_stop()
-        runner.started_guest = False  # stopped on purpose: the next cold check boots its own
-        runner.used_guest = None
+        if guest is not None:
+            guest.stop()
+            guest.started = False  # stopped on purpose: the next cold check boots its own
+            guest.used = None
         results.append((name, e.two_peers, cold, watch, check))
     import statistics
     say(f"{'exercise':<16} {'peers':<6} {'cold':>6}  {'warm, median of 5: watch':>24} {'check':>6}   runs (watch; check)")
@@ -1261,26 +1448,7 @@ def main(argv):
         if verb == "solution":
             return runner.cmd_solution(args[0] if args else None)
         if verb == "guest":
-            action = args[0]
-            if action == "start":
-                if have_active_port():
-                    say("this machine has an active RDMA port: checks run here, no guest is needed")
-                    return 0
-                if guest_start():
-                    guest_status()
-                    return 0
-                say("the warm guest did not come up: " + guest_failure())
-                guest_stop()
-                return 1
-            if action == "stop":
-                say("the warm guest is stopped" if guest_stop() else "no warm guest runs")
-                return 0
-            if action == "status":
-                guest_status()
-                return 0
-            close = lib.suggestions(action, ["start", "status", "stop"])
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise lib.UsageError(f"guest takes start, status or stop, not '{action}'{hint}")
+            return cmd_guest(*args)
         if verb == "--bench":
             return cmd_bench(runner)
     except lib.UsageError as e:

@@ -172,7 +172,7 @@ def suggestions(word, choices):
 # The verbs and how many arguments each takes (low, high): a NAME is optional for check, hint and
 # solution (the current exercise then), required for reset, which loses a learner's changes.
 VERBS = {"watch": (0, 2), "list": (0, 0), "next": (0, 0), "hint": (0, 2), "check": (0, 1),
-         "verify": (0, 2), "reset": (1, 2), "solution": (0, 1), "guest": (1, 1), "--bench": (0, 0)}
+         "verify": (0, 2), "reset": (1, 2), "solution": (0, 1), "guest": (1, 2), "--bench": (0, 0)}
 
 
 def check_verb(verb, args):

@@ -15,11 +15,19 @@
 #   - the guest killed between checks: said within 5 s, booted again;
 #   - n checks the next exercise at once, h shows its first hint; o shows a
 #     two-peer check's whole output, server and client;
-#   - q during a check ends the check, the runner (exit 0) and its guest;
+#   - `guest stop` from another terminal during a check (drops_error_events
+#     again): said within 10 s, and the check's verdict comes from a warm
+#     guest booted again (a new one, which ran the check), never from one
+#     booted for that check alone;
+#   - an exercise across two hosts (gives_up_at_once): its first check boots
+#     the warm pair, and a save's check runs in that same pair (its second
+#     job there);
+#   - q during a check ends the check, the runner (exit 0), its guest and
+#     its pair;
 #   - once more, Ctrl-C while its guest boots: no guest, no qemu, no runner
 #     left behind.
 # Where this machine has an RDMA port the checks run here and no guest is
-# booted (the guest's parts are left out).
+# booted (the guest's parts are left out; the pair's still run).
 #   workshop_watch.sh SOURCE_ROOT BUILD_DIR
 set -uo pipefail
 cd "$1" || exit 1
@@ -46,7 +54,7 @@ cleanup() {
   # find port_zero fixed (it did, in a clean-clone run).
   ninja -C "$build" "subprojects/01_devices/exercises/port_zero" >/dev/null 2>&1 ||
     echo "FAILED: port_zero as shipped should build again"
-  [[ -f "$state/guest.pid" ]] && kill -9 -- "-$(cat "$state/guest.pid")" 2>/dev/null
+  for g in guest pair; do [[ -f "$state/$g.pid" ]] && kill -9 -- "-$(cat "$state/$g.pid")" 2>/dev/null; done
   rm -rf "$state"
 }
 trap cleanup EXIT
@@ -54,15 +62,19 @@ trap cleanup EXIT
 screen() { tmux -L "$sock" capture-pane -p -J -S -200 2>/dev/null; }
 fail() { echo "FAILED: $*"; screen | sed 's/^/  | /'; failures=$((failures + 1)); }
 wait_for() {  # wait_for REGEX SECONDS WHAT
-  local i
+  local i t0=${EPOCHREALTIME/./} us
   for ((i = 0; i < $2 * 10; i++)); do
-    screen | grep -qE -- "$1" && { echo "ok: $3 (after $((i / 10)).$((i % 10)) s)"; return 0; }
+    if screen | grep -qE -- "$1"; then
+      us=$((${EPOCHREALTIME/./} - t0))  # the time it took (a look costs more than its 0.1 s nap on a busy host)
+      echo "ok: $3 (after $((us / 1000000)).$((us / 100000 % 10)) s)"
+      return 0
+    fi
     sleep 0.1
   done
   fail "$3: the screen never showed /$1/ within $2 s"
   exit 1
 }
-start_runner() {
+start_runner() {  # start_runner [NAME]: watch mode (on NAME)
   # The last runner's tmux server is stopped first, and gone before a new one
   # starts: a new-session that reached the old server while it was exiting
   # died with it ("server exited unexpectedly", in a clean-clone run), and
@@ -72,7 +84,7 @@ start_runner() {
   for ((i = 0; i < 50; i++)); do tmux -L "$sock" list-sessions >/dev/null 2>&1 || break; sleep 0.1; done
   for ((i = 0; i < 3; i++)); do
     tmux -L "$sock" new-session -d -x 150 -y 60 \
-      "WORKSHOP_STATE='$state' WORKSHOP_IDLE=600 BUILD_DIR='$build' scripts/workshop.sh watch; echo runner-exited-\$?; sleep 60" \
+      "WORKSHOP_STATE='$state' WORKSHOP_IDLE=600 BUILD_DIR='$build' scripts/workshop.sh watch ${1:-}; echo runner-exited-\$?; sleep 60" \
       2>/dev/null && tmux -L "$sock" has-session 2>/dev/null && return 0
     sleep 0.5
   done
@@ -173,30 +185,71 @@ wait_for "still broken: the buffer the peer is to write cannot be registered" 18
 keys h
 wait_for "hint 1 of [0-9]+:" 10 "h should show the exercise's first hint"
 keys l "$(number_of no_recv_posted)" Enter
-wait_for "still broken: every Write with Immediate consumes a Recv" 60 "a two-peer exercise should be checked"
+wait_for "^  still broken: .*IBV_WC_RNR_RETRY_EXC_ERR" 60 "a two-peer exercise should be checked"
 keys o
 wait_for "^--- server: .*no_recv_posted" 10 "o should show the server's whole output"
-wait_for "^--- client 1: .*no_recv_posted .*-s " 2 "and the client's"
+wait_for "^--- client( 1)?: .*no_recv_posted .*-s " 2 "and the client's"
 keys x
 wait_for "save the file to check it" 5 "any key should go back from the output"
+
+if [[ $in_guest == 1 ]]; then
+  # `guest stop` from another terminal during a check: the verdict comes from a warm guest booted again.
+  keys l "$(number_of drops_error_events)" Enter
+  wait_for "checking 07_cm_events/drops_error_events \.\.\." 10 "the list should open drops_error_events again"
+  sleep 3  # in the guest by now: it runs 20 s there
+  pgid=$(guest_group)
+  out=$(WORKSHOP_STATE=$state scripts/workshop.sh guest stop 2>&1)
+  [[ $out == "the warm guest is stopped" ]] || fail "guest stop from another terminal said: $out"
+  wait_for "the warm guest stopped during the check of 07_cm_events/drops_error_events \(it was stopped" 10 \
+    "guest stop during a check should be said within 10 s"
+  wait_for "checked: +[0-9:]+, check 1 of it here" 200 "the check should run again and give its verdict"
+  wait_for "^  still broken: " 5 "and say still broken"
+  again=$(guest_group)
+  ran=$(ls "$state/guest" 2>/dev/null | grep -c '\.status$')
+  if [[ -n "$again" && $again != "$pgid" && -n "$(alive_in_group "$again")" && $ran -ge 1 ]]; then
+    echo "ok: its verdict should come from a warm guest booted again ($ran check(s) in it)"
+  else
+    fail "after guest stop the check should run in a new warm guest (guest.pid ${again:-none}, was $pgid; checks in it: $ran)"
+  fi
+  screen | grep -qE "did not come up|a guest of its own" && fail "after guest stop the reboot should not fail"
+  no_guest_left "$pgid" "the stopped guest should be gone"
+fi
+
+# Across two hosts: the first check boots the warm pair, the next runs in it.
+keys l "$(number_of gives_up_at_once)" Enter
+wait_for "booting the warm pair of Soft-RoCE guests" 30 "an exercise across two hosts should boot the warm pair"
+wait_for "checked: +[0-9:]+, check 1 of it here" 240 "and be checked in it"
+wait_for "^  still broken: .*IBV_WC_RETRY_EXC_ERR" 5 "with its symptom"
+pair_group=$(cat "$state/pair.pid" 2>/dev/null)
+touch 04_rdma_write/exercises/gives_up_at_once.cpp  # a save, as ninja sees one
+wait_for "checked: +[0-9:]+, check 2 of it here, [0-9.]+ s" 120 "a save should check it again"
+took=$(screen | sed -n 's/.*check 2 of it here, \([0-9.]*\) s.*/\1/p' | head -n1)
+ran=$(ls "$state/pair" 2>/dev/null | grep -c '\.status$')
+if [[ -n "$pair_group" && $(cat "$state/pair.pid" 2>/dev/null) == "$pair_group" && $ran -eq 2 ]]; then
+  echo "ok: the second check across two hosts should run in the same warm pair (${took} s from the save)"
+else
+  fail "the second check should run in the warm pair (pair.pid ${pair_group:-none} -> $(cat "$state/pair.pid" 2>/dev/null); checks in it: $ran)"
+fi
+
 pgid=$(guest_group)
 keys c
 wait_for "checking every exercise \.\.\." 10 "c should check every exercise"
 keys q
 wait_for "runner-exited-0" 15 "q during a check should end the runner, exit 0"
 [[ -n "$pgid" ]] && no_guest_left "$pgid" "q should leave no guest running"
+[[ -n "$pair_group" ]] && no_guest_left "$pair_group" "q should leave no pair running"
 left=""
 for pid in $(ps -e -o pid=); do  # a check of this runner carries its guest's folder in its environment
   { tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | grep -qxF "RDMA_TUTORIAL_GUEST=$state/guest" && left+=" $pid"
 done
 [[ -z "$left" ]] && echo "ok: q should leave no check running" || fail "q should leave no check running (pids$left)"
 grep -q '"verdict": "fixed"' "$state/progress.json" || fail "the progress file should record port_zero fixed"
-grep -q '"current": "05_write_imm/no_recv_posted"' "$state/progress.json" ||
+grep -q '"current": "04_rdma_write/gives_up_at_once"' "$state/progress.json" ||
   fail "the progress file should name the exercise shown last as the current one"
 
 # Ctrl-C while its guest boots: everything the runner started goes with it.
 cp "$backup" "$file"
-start_runner
+start_runner port_zero  # not the current exercise, which needs the pair
 if [[ $in_guest == 1 ]]; then
   for ((i = 0; i < 100; i++)); do [[ -s "$state/guest.pid" ]] && break; sleep 0.1; done
   pgid=$(guest_group)

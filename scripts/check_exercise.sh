@@ -112,9 +112,11 @@ grep -q '^PAIR:' "$stage/exercises/checker/$name.check" && pair=1
 judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with --show-output what each program printed
   [[ $show_output == 1 ]] || { where "$build/subprojects/common/exercise_check" "${expect[@]}" "$source_file" "$1"; return; }
   local kept status f n=0 count
-  kept="$build/exercise_output/$stage/$name"
+  # A folder of this check's own, in the build folder, which every guest
+  # sees: two checks of one exercise at once (two terminals, or CI's two
+  # guests on one build) never mix their programs.
+  mkdir -p "$build/exercise_output" && kept=$(mktemp -d "$build/exercise_output/$stage.$name.XXXXXX") || return 2
   [[ $kept == /* ]] || kept="$PWD/$kept"  # the path the guest runs the wrapper by, the same there
-  rm -rf "$kept" && mkdir -p "$kept" || return 2
   {
     echo '#!/bin/bash'
     echo '# written by scripts/check_exercise.sh --show-output: one program, its output copied here'
@@ -150,6 +152,7 @@ judge() {  # judge PROGRAM: the checker's run of PROGRAM on a device, and with -
     cat "$kept/$f.out" "$kept/$f.err" 2>/dev/null
   done
   (( count > 0 )) || echo "(no program was started)"
+  rm -rf "$kept"
   return "$status"
 }
 

@@ -186,12 +186,12 @@ int main(int argc, char** argv) {
     };
     auto judged = run_scenario({});
     auto verdict = rdma::testing::judge(spec, judged.run, judged.server ? &*judged.server : nullptr);
-    std::string again_words;
     if (verdict.fixed && !spec.again.empty()) {
       // AGAIN: fixed for the defaults; fixed for the second run's arguments too?
-      for (const auto& word : spec.again) again_words += (again_words.empty() ? "" : " ") + word;
       judged = run_scenario(spec.again);
       verdict = rdma::testing::judge(spec, judged.run, judged.server ? &*judged.server : nullptr);
+      std::string again_words;
+      for (const auto& word : spec.again) again_words += (again_words.empty() ? "" : " ") + word;
       verdict.reason = "run again with " + again_words + ": " + verdict.reason;
     }
     const auto& run = judged.run;

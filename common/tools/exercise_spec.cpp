@@ -185,12 +185,12 @@ exercise_spec parse_exercise_spec(std::string_view exercise_source, std::string_
   }
   auto lines = fields(checker_source, false);
   for (const auto& [number, key, value] : lines) {
-    if (key != "EXERCISE" && !checker_keys.contains(key)) {
-      throw std::invalid_argument("checker line " + std::to_string(number) + ": no key " + key + ":");
-    }
     if (key == "EXERCISE") {
       throw std::invalid_argument("checker line " + std::to_string(number) +
                                   ": EXERCISE: is the exercise file's own (its title, which the learner sees)");
+    }
+    if (!checker_keys.contains(key)) {
+      throw std::invalid_argument("checker line " + std::to_string(number) + ": no key " + key + ":");
     }
   }
   lines.emplace_back(0, "EXERCISE", title);

@@ -8,8 +8,11 @@
 #
 #   --no-vm    skip the packages for the qemu guest (scripts/rxe_vm.sh); use this
 #              when the host kernel has RDMA support (Soft-RoCE or a real NIC)
-#   --no-docs  skip matplotlib, which only scripts/plot.py (the chapters'
-#              figures) and its test need; every stage builds and runs without it
+#   --no-docs  skip what only the chapters' figures (scripts/plot.py,
+#              matplotlib) and the book (scripts/book.sh: mkdocs and its
+#              Material theme, mermaid's script from the npm registry,
+#              Chromium for the book suite) need; every stage builds and
+#              runs without them
 #   -h, --help show this text
 set -euo pipefail
 
@@ -40,8 +43,12 @@ runtime_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest ip
 # the tools that pack the initramfs and unpack compressed modules, and the
 # pair's packet capture and its decoding (run.sh --pair --capture, the pair
 # suite's wire checks: tcpdump in the guest, tshark's RoCE v2 dissector).
-# The docs part: scripts/plot.py draws docs/img/*.svg from docs/data/*.csv.
-docs_pkgs=(python3-matplotlib)
+# The docs part: scripts/plot.py draws docs/img/*.svg from docs/data/*.csv;
+# scripts/book.sh builds the chapters into a site with MkDocs and its
+# Material theme, and the book suite opens every page in headless Chromium
+# (selenium drives it). Mermaid's script is fetched apart (fetch_mermaid).
+docs_pkgs=(python3-matplotlib mkdocs mkdocs-material python3-pymdownx python3-pygments
+           chromium chromium-driver python3-selenium curl ca-certificates)
 vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark nftables)
 
 # Read the distribution once: the kernel meta-package has a different name on
@@ -89,7 +96,7 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
       echo "  guest:   ${vm_pkgs[*]}  (only for scripts/rxe_vm.sh)"
     fi
     if [[ $want_docs == 1 ]]; then
-      echo "  docs:    ${docs_pkgs[*]}  (only for scripts/plot.py)"
+      echo "  docs:    ${docs_pkgs[*]}  (only for scripts/plot.py and scripts/book.sh)"
     fi
   } >&2
   exit 1
@@ -136,8 +143,40 @@ siw_packages() {
   done | sort -u
 }
 
+# The book's copy of mermaid (the theme would load it from a CDN): the npm
+# package of the version lib.sh names, checked against the sha512 the npm
+# registry publishes for it (lib.sh), its minified script and licence kept in the
+# user's cache (not the system's: no sudo). Once.
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+fetch_mermaid() {
+  local dest tmp url digest
+  dest=$(book_mermaid_path)
+  [[ -s "$dest" ]] && return 0
+  url="https://registry.npmjs.org/mermaid/-/mermaid-$BOOK_MERMAID_VERSION.tgz"
+  echo "install_deps: fetching mermaid $BOOK_MERMAID_VERSION for the book ($url)"
+  tmp=$(mktemp -d)
+  if ! curl -sSfL --retry 3 -o "$tmp/mermaid.tgz" "$url"; then
+    rm -rf "$tmp"
+    echo "install_deps: could not fetch $url; scripts/book.sh needs it (or use --no-docs)" >&2
+    return 1
+  fi
+  digest=$(sha512sum "$tmp/mermaid.tgz" | cut -d' ' -f1)
+  if [[ "$digest" != "$BOOK_MERMAID_SHA512" ]]; then
+    rm -rf "$tmp"
+    echo "install_deps: $url is not the package the registry published (sha512 $digest, expected $BOOK_MERMAID_SHA512)" >&2
+    return 1
+  fi
+  tar -xzf "$tmp/mermaid.tgz" -C "$tmp" package/dist/mermaid.min.js package/LICENSE
+  mkdir -p "$(dirname "$dest")"
+  cp "$tmp/package/LICENSE" "${dest%.min.js}.LICENSE"
+  mv "$tmp/package/dist/mermaid.min.js" "$dest"
+  rm -rf "$tmp"
+}
+
 if [[ ${#missing[@]} -eq 0 && $want_612 == 0 && -z "$(siw_packages)" ]]; then
   echo "install_deps: all packages present"
+  if [[ $want_docs == 1 ]]; then fetch_mermaid; fi
   exit 0
 fi
 
@@ -170,4 +209,5 @@ if [[ ${#siw[@]} -gt 0 ]]; then
   echo "install_deps: installing ${siw[*]} (Soft-iWARP for the guests, built by scripts/siw_module.sh)"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${siw[@]}"
 fi
+if [[ $want_docs == 1 ]]; then fetch_mermaid; fi
 echo "install_deps: done"

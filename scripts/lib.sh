@@ -157,3 +157,13 @@ on_pair() {
     "$(repo_root)/scripts/rxe_vm.sh" --pair --timeout 600 -- "$@"
   fi
 }
+
+# The book's copy of mermaid (scripts/book.sh puts it in the site; the
+# theme would fetch it from a CDN): scripts/install_deps.sh fetches the
+# npm package once, checks it against the digest the registry publishes for
+# that version (its "integrity", sha512, here in hex), and keeps only its
+# minified script and licence here. 8.13.3 is the version the theme
+# (mkdocs-material 8.2.5) was made for: it calls mermaid's 8.x API.
+BOOK_MERMAID_VERSION=8.13.3
+BOOK_MERMAID_SHA512=c3a2a60ed4b3924f39e96515aa506cc8b657d2ae09af7e489718874cf4da5b032058716923cac42737315a8caba71793fd169cfefbef485399ca60d3780d2288
+book_mermaid_path() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/rdma-tutorial/book/mermaid-$BOOK_MERMAID_VERSION.min.js"; }

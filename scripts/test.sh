@@ -2,7 +2,7 @@
 # The README's test command (and CI's): installs what is missing, configures
 # with -Werror, builds, builds the programs made on demand (every exercise
 # with its wrong fix, and each stage's program under ASan+UBSan), runs the
-# host suites (unit, nodevice, build, then vm), then the device suites (rxe,
+# host suites (unit, nodevice, build, book, then vm), then the device suites (rxe,
 # exercise, sanitize, valgrind, inject, faults, docs) on a native
 # Soft-RoCE/RDMA port if there is one, else inside throwaway Soft-RoCE guests
 # (inject, faults, rxe and docs in a second, one-CPU guest that starts after
@@ -216,9 +216,11 @@ if [[ -n "$stage" ]]; then
   exit
 fi
 
-echo "== host suites: unit, nodevice, build"
+# The book suite (scripts/book.sh's site in headless Chromium, about 1.5
+# minutes of one core on an idle machine) runs beside the others here.
+echo "== host suites: unit, nodevice, build, book"
 meson test -C "$build" --no-rebuild --print-errorlogs --logbase host \
-  --suite unit --suite nodevice --suite build
+  --suite unit --suite nodevice --suite build --suite book
 
 runs=(host vm device)
 beside_pid=""

@@ -13,10 +13,13 @@ link or element on each failure:
     file under it, a data: or a blob: URL);
   - every link inside the site lands: its file exists and, with a #anchor,
     the page has an element with that id (or name);
-  - each ```mermaid block of the chapter's source became an SVG;
+  - each ```mermaid block of the chapter's source became an SVG, and its
+    ```cpp, ```console and ```sh blocks are highlighted (token classes);
   - each image loaded (a figure that does not load has no width);
   - the language switch in the header names this page's twin in the other
     edition, and clicking it on chapter 04 lands there, both ways;
+  - scripts/book.sh --serve serves it on localhost: chapter 04 of each
+    edition loads there, its diagram drawn, nothing fetched elsewhere;
   - the search finds, for a term in each language, the chapter it belongs
     to among its first three pages (SEARCHES below);
   - no page names a host outside the site, other than the few kinds of
@@ -79,8 +82,10 @@ const links = [...document.querySelectorAll('a[href]')].map(a => [a.getAttribute
 const images = [...document.querySelectorAll('img')].map(i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]);
 const diagrams = [...document.querySelectorAll('div.mermaid')].map(d => !!(d.shadowRoot && d.shadowRoot.querySelector('svg')));
 const undrawn = document.querySelectorAll('pre.mermaid').length;
+const highlighted = [...document.querySelectorAll('div.highlight code')]
+  .filter(c => c.querySelector('span[class]:not([class=""])')).length;
 const alternates = [...document.querySelectorAll('a.md-select__link[hreflang]')].map(a => [a.hreflang, a.href]);
-return {ids, links, images, diagrams, undrawn, alternates};
+return {ids, links, images, diagrams, undrawn, highlighted, alternates};
 """
 
 
@@ -115,6 +120,7 @@ class Checker:
         self.facts = {}
         self.links = 0
         self.citations = 0
+        self.served = None
         self.cited = set()  # the URLs the chapters cite (cited_urls)
 
     def fail(self, page, what):
@@ -211,8 +217,12 @@ class Checker:
         return self.rel(target), None
 
 
-def source_diagrams(source_root, page):
-    """How many ```mermaid blocks the chapter behind a site page has."""
+HIGHLIGHTED = ("cpp", "console", "sh")
+
+
+def source_blocks(source_root, page):
+    """(mermaid blocks, blocks in a HIGHLIGHTED language) in the chapter
+    behind a site page; (0, 0) for a page that is no chapter."""
     rel = page[:-len(".html")]
     md_dir = Path(source_root) / "docs"
     if rel.startswith("zh/"):
@@ -221,8 +231,9 @@ def source_diagrams(source_root, page):
         rel = "README"
     md = md_dir / (rel + ".md")
     if not md.exists():
-        return 0
-    return len(re.findall(r"^\s*```mermaid\s*$", md.read_text(encoding="utf-8"), re.M))
+        return 0, 0
+    langs = re.findall(r"^\s*```([\w+-]*)\s*$", md.read_text(encoding="utf-8"), re.M)[0::2]
+    return langs.count("mermaid"), sum(langs.count(l) for l in HIGHLIGHTED)
 
 
 def check_site(drv, source_root, site):
@@ -231,7 +242,11 @@ def check_site(drv, source_root, site):
     site = c.site
     pages = sorted(p for p in site.rglob("*.html") if p.name != "404.html")
     for path in pages:
-        c.load(path, source_diagrams(source_root, c.rel(path)))
+        diagrams, highlighted = source_blocks(source_root, c.rel(path))
+        facts = c.load(path, diagrams)
+        if facts["highlighted"] < highlighted:
+            c.fail(c.rel(path), f"{facts['highlighted']} code blocks highlighted, the chapter has "
+                                f"{highlighted} ```{', ```'.join(HIGHLIGHTED)} blocks")
     c.check_links()
     chapters = [c.rel(p) for p in pages if not c.rel(p).startswith("code/")]
     check_twins(c, chapters)
@@ -314,6 +329,57 @@ def cited_urls(source_root):
     for md in glob.glob(os.path.join(source_root, "docs", "**", "*.md"), recursive=True):
         urls.update(re.findall(r"https?://[\x21-\x7e]+", Path(md).read_text(encoding="utf-8")))
     return {u.rstrip(".,;)>`'\"*") for u in urls}
+
+
+def check_served(c, source_root, site):
+    """scripts/book.sh --serve: chapter 04 of each edition over http from
+    localhost, its diagram drawn, no console error, no request elsewhere, and
+    a search there."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([str(Path(source_root) / "scripts/book.sh"), "--out", str(site), "--serve", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if server.poll() is not None:
+                    break
+                time.sleep(0.3)
+        else:
+            c.fail("--serve", f"nothing listens on {base} after 120 s")
+            return
+        if server.poll() is not None:
+            c.fail("--serve", f"scripts/book.sh --serve exited {server.returncode}: {server.stdout.read()[-500:]}")
+            return
+        for page in ("04-rdma-write.html", "zh/04-rdma-write.html"):
+            c.drv.get(base + page)
+            facts = c.drv.execute_script(PAGE_FACTS)
+            deadline = time.monotonic() + 20
+            while facts["undrawn"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+                facts = c.drv.execute_script(PAGE_FACTS)
+            for entry in c.drv.get_log("browser"):
+                if entry["level"] == "SEVERE":
+                    c.fail(base + page, f"console error: {entry['message']}")
+            for entry in c.drv.get_log("performance"):
+                msg = json.loads(entry["message"])["message"]
+                if msg["method"] == "Network.requestWillBeSent":
+                    url = msg["params"]["request"]["url"]
+                    if not url.startswith((base, "data:", "blob:")):
+                        c.fail(base + page, f"a request leaves the site: {url[:120]}")
+            if sum(facts["diagrams"]) != 1 or facts["undrawn"]:
+                c.fail(base + page, "the sequence diagram is not drawn as an SVG")
+        c.served = base
+    finally:
+        os.killpg(server.pid, 15)
+        server.wait()
 
 
 def check_hosts(c, source_root):
@@ -403,11 +469,12 @@ def main(argv):
             return 1
         built = time.monotonic() - started
         c, pages, chapters = check_site(drv, source_root, site)
+        check_served(c, source_root, site)
         for f in c.failures:
             print(f"FAIL {f}")
         print(f"book_test: {pages} pages opened ({chapters} of chapters, {pages - chapters} of code), "
               f"{c.links} links inside the site followed, {c.citations} to sources the chapters cite, {len(SEARCHES)} searches, "
-              f"{len(c.failures)} failures; build {built:.0f} s, browser {time.monotonic() - started - built:.0f} s")
+              f"chapter 04 served by --serve{'' if c.served else ' NOT'} checked, {len(c.failures)} failures; build {built:.0f} s, browser {time.monotonic() - started - built:.0f} s")
         return 1 if c.failures else 0
     finally:
         drv.quit()

@@ -209,6 +209,9 @@ class Checker:
         """(the site page a link's URL names, None) or (None, why it lands nowhere)."""
         target = self.site_path(url)
         if target is None:
+            parts = urlsplit(url)
+            if parts.scheme == "file":
+                return None, f"lands outside the site, at {unquote(parts.path)} (a link the book could not place)"
             return None, "off"
         if not target.exists():
             return None, f"lands nowhere: {target} does not exist"

@@ -46,9 +46,12 @@ runtime_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest ip
 # The docs part: scripts/plot.py draws docs/img/*.svg from docs/data/*.csv;
 # scripts/book.sh builds the chapters into a site with MkDocs and its
 # Material theme, and the book suite opens every page in headless Chromium
-# (selenium drives it). Mermaid's script is fetched apart (fetch_mermaid).
+# (selenium drives it), which needs one font at least: with none, mermaid
+# measures every label as nothing and fails to place zh 08's flowchart
+# (translate(undefined)); DejaVu is enough. Mermaid's script is fetched
+# apart (fetch_mermaid).
 docs_pkgs=(python3-matplotlib mkdocs mkdocs-material python3-pymdownx python3-pygments
-           chromium chromium-driver python3-selenium curl ca-certificates)
+           chromium chromium-driver python3-selenium fonts-dejavu-core curl ca-certificates)
 vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark nftables)
 
 # Read the distribution once: the kernel meta-package has a different name on

@@ -8,7 +8,6 @@ link to must open from a local folder, and the browser suite loads each.
 
 import html
 import posixpath
-from pathlib import Path
 
 from pygments.lexers import get_lexer_for_filename, TextLexer
 from pygments.token import STANDARD_TYPES

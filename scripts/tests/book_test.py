@@ -15,6 +15,8 @@ link or element on each failure:
     the page has an element with that id (or name);
   - each ```mermaid block of the chapter's source became an SVG, and its
     ```cpp, ```console and ```sh blocks are highlighted (token classes);
+  - no markdown is left as text (a list run into a paragraph, a **bold**
+    or a [link](...) not rendered);
   - each image loaded (a figure that does not load has no width);
   - the language switch in the header names this page's twin in the other
     edition, and clicking it on chapter 04 lands there, both ways;
@@ -84,8 +86,15 @@ const diagrams = [...document.querySelectorAll('div.mermaid')].map(d => !!(d.sha
 const undrawn = document.querySelectorAll('pre.mermaid').length;
 const highlighted = [...document.querySelectorAll('div.highlight code')]
   .filter(c => c.querySelector('span[class]:not([class=""])')).length;
+// Markdown the renderer left as text: a list item run into a paragraph, a
+// **bold** or a [link](target) not rendered (code spans apart).
+const leaks = [...document.querySelectorAll('.md-content p, .md-content li')].map(p => {
+  const c = p.cloneNode(true);
+  c.querySelectorAll('code, pre, ul, ol').forEach(e => e.remove());
+  return c.textContent;
+}).filter(t => /\n\s*[-*+] \S|\*\*\S|\]\([^)\s]+\)/.test(t)).map(t => t.trim().slice(0, 80));
 const alternates = [...document.querySelectorAll('a.md-select__link[hreflang]')].map(a => [a.hreflang, a.href]);
-return {ids, links, images, diagrams, undrawn, highlighted, alternates};
+return {ids, links, images, diagrams, undrawn, highlighted, leaks, alternates};
 """
 
 
@@ -161,6 +170,8 @@ class Checker:
         facts = self.open(path.as_uri(), wait)
         self.requests_and_errors(page)
         self.facts[page] = facts
+        for text in facts["leaks"]:
+            self.fail(page, f"markdown left as text: {text!r}")
         for src, ok in facts["images"]:
             if not ok:
                 self.fail(page, f"image {src} did not load")
@@ -412,6 +423,7 @@ def self_test(drv):
             '<h1 id="top">a</h1><a href="b.html#there">ok</a> <a href="b.html#nowhere">anchor</a> '
             '<a href="gone.html">gone</a> <img src="missing.svg"> '
             '<img src="http://127.0.0.1:9/x.png"> <pre class="mermaid">graph LR; A-->B</pre>'
+            '<div class="md-content"><p>items:\n- **one** left as text</p></div>'
             '<script>console.error("made to fail")</script></body></html>', encoding="utf-8")
         (site / "b.html").write_text('<!doctype html><html><body><p id="there">b</p>'
                                      '<a href="a.html#top">back</a></body></html>', encoding="utf-8")
@@ -421,7 +433,7 @@ def self_test(drv):
         c.load(site / "b.html", 0)
         c.check_links()
         expected = ["#nowhere", "gone.html", "missing.svg", "leaves the site: http://127.0.0.1:9",
-                    "made to fail", "mermaid diagrams drawn"]
+                    "made to fail", "mermaid diagrams drawn", "markdown left as text"]
         missed = [e for e in expected if not any(e in f for f in c.failures)]
         wrong = [f for f in c.failures if "#there" in f or "#top" in f]
         for f in c.failures:

@@ -47,9 +47,10 @@ SITE_REF = "book-site:"
 SITE_HREF = re.compile(r'(href|src)="' + re.escape(SITE_REF) + r'([^"]*)"')
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
 
+# "from FILE, lines N-M" in each edition's words: (from, comma, one line, lines).
 QUOTED_FROM = {
-    "en": ("from", "line", "lines"),
-    "zh": ("引自", "第 {} 行", "第 {}–{} 行"),
+    "en": ("from", ", ", "line {}", "lines {}-{}"),
+    "zh": ("引自", "，", "第 {} 行", "第 {}–{} 行"),
 }
 
 
@@ -95,10 +96,19 @@ class State:
             while d:
                 d = posixpath.dirname(d)
                 self.dirs.add(d)
+        # A tracked symbolic link (each stage's run.sh) is its target's page.
+        self.links = {}
+        for f in self.tracked:
+            if (REPO / f).is_symlink():
+                target = code_pages.link_target(REPO, f)
+                if target is not None:
+                    self.links[f] = target
         self.sources = {}
+        self.raw = {}
         for f in sorted(self.tracked):
             if chapter_quotes.SOURCE_DIR.match(f) and f.endswith(chapter_quotes.SOURCE_SUFFIXES):
                 lines = (REPO / f).read_text(encoding="utf-8", errors="replace").splitlines()
+                self.raw[f] = lines
                 index = {}
                 for n, line in enumerate(lines, 1):
                     norm = chapter_quotes.normalise(line)
@@ -106,6 +116,21 @@ class State:
                         index.setdefault(norm, []).append(n)
                 self.sources[f] = index
         self.broken = []
+        # Repository path -> the English pages linking it: (site path, title, Chinese twin or None).
+        self.readers = {}
+
+
+    def reading(self, page_site_path, title, twin):
+        """The page whose links are being rewritten (English edition only)."""
+        self.page = (page_site_path, title, twin if twin.startswith("zh/") and twin != "zh/index.html" else None)
+
+    def read_with(self, repo_path):
+        page = getattr(self, "page", None)
+        if page is None:
+            return
+        pages = self.readers.setdefault(repo_path, [])
+        if page not in pages:
+            pages.append(page)
 
 
 STATE = None
@@ -134,9 +159,12 @@ def site_target(repo_path, is_dir):
         if is_dir or rel == "" or rel == "zh":
             return posixpath.join(rel, "index.html") if rel else "index.html"
         return doc_site_path(rel) if (DOCS / rel).exists() else None
+    repo_path = STATE.links.get(repo_path, repo_path)
+    if not code_pages.shown(repo_path if repo_path != "." else ""):
+        return None
     if is_dir or repo_path in STATE.dirs or repo_path == ".":
         d = "" if repo_path == "." else repo_path
-        return posixpath.join("code", d, "index.html") if d in STATE.dirs else None
+        return code_pages.dir_page_path(d) if d in STATE.dirs else None
     if repo_path in STATE.tracked:
         return code_pages.page_path(repo_path)
     return None
@@ -162,6 +190,8 @@ def rewrite_link(target, page_repo, ed):
     if where is None:
         STATE.broken.append((page_repo, target))
         return None
+    if where.startswith("code/"):
+        STATE.read_with(STATE.links.get(repo_path, repo_path))
     return SITE_REF + where + ("#" + frag if frag else "")
 
 
@@ -194,7 +224,19 @@ def quote_source(block, chapter_stage, heading):
                 best = (score, f, start, last)
     if best is None or best[0][0] * 2 < len(lines):
         return None
-    return best[1], best[2], best[3]
+    f, first, last = best[1], best[2], best[3]
+    # The normalising skips comment-only lines; a quote that opens with
+    # comments opens where they are in the file.
+    lead = []
+    for line in block:
+        if chapter_quotes.normalise(line):
+            break
+        if line.strip():
+            lead.append(line.strip())
+    raw = STATE.raw[f]
+    if lead and first - len(lead) >= 1 and [l.strip() for l in raw[first - 1 - len(lead):first - 1]] == lead:
+        first -= len(lead)
+    return f, first, last
 
 
 def add_quote_links(markdown, page_repo, ed):
@@ -204,7 +246,7 @@ def add_quote_links(markdown, page_repo, ed):
     stage = None
     if m:
         stage = next((d for d in sorted(STATE.dirs) if d.startswith(m.group(1) + "_") and "/" not in d), None)
-    word, one, many = QUOTED_FROM[ed]
+    word, comma, one, many = QUOTED_FROM[ed]
     out, block, in_fence, fence, lang, heading, prev = [], [], False, "", "", "", ""
     for line in markdown.split("\n"):
         if not in_fence:
@@ -228,11 +270,10 @@ def add_quote_links(markdown, page_repo, ed):
                 if found:
                     f, first, last = found
                     where = one.format(first) if first == last else many.format(first, last)
-                    if ed == "en":
-                        where = f"line {first}" if first == last else f"lines {first}-{last}"
                     href = SITE_REF + code_pages.page_path(f) + f"#L{first}"
+                    STATE.read_with(f)
                     out.append("")
-                    out.append(f'<p class="book-quoted-from">{word} <a href="{href}"><code>{f}</code>, {where}</a></p>')
+                    out.append(f'<p class="book-quoted-from">{word} <a href="{href}"><code>{f}</code>{comma}{where}</a></p>')
             continue
         block.append(line)
         out.append(line)
@@ -248,6 +289,10 @@ def on_page_markdown(markdown, page, config, files, **_):
     title = next((l[2:].strip() for l in outside_fences(markdown) if l.startswith("# ")), None)
     if title:
         page.title = re.sub(r"`([^`]*)`", r"\1", title)
+    twin = twin_of(page_repo, ed)
+    page.meta["book_twin"] = twin
+    if ed == "en":
+        STATE.reading(page.meta["book_site_path"], page.title, twin)
 
     def fix(m):
         new = rewrite_link(m.group(2), page_repo, ed)
@@ -257,8 +302,7 @@ def on_page_markdown(markdown, page, config, files, **_):
     parts = re.split(r"(^[ \t]*```.*?^[ \t]*```[ \t]*$)", markdown, flags=re.M | re.S)
     markdown = "".join(p if i % 2 else LINK.sub(fix, p) for i, p in enumerate(parts))
     markdown = add_quote_links(markdown, page_repo, ed)
-    twin = twin_of(page_repo, ed)
-    page.meta["book_twin"] = twin
+    STATE.page = None
     return markdown
 
 
@@ -314,7 +358,7 @@ def on_post_build(config, **_):
     for page, target in STATE.broken:
         print(f"book: {page}: a link to {target} lands nowhere in the site", file=sys.stderr)
     if ed == "en":
-        code_pages.write_all(site, sorted(STATE.tracked), REPO)
+        code_pages.write_all(site, sorted(STATE.tracked), REPO, STATE.readers)
     vendor = os.environ.get("BOOK_MERMAID")
     if vendor:
         dest = site / "assets/vendor/mermaid.min.js"
@@ -324,8 +368,10 @@ def on_post_build(config, **_):
         if licence.exists():
             (dest.parent / "mermaid.LICENSE").write_bytes(licence.read_bytes())
     write_search(site, ed)
-    # A sitemap lists absolute URLs for crawlers; a book read from a folder has none.
-    for name in ("sitemap.xml", "sitemap.xml.gz"):
+    # A sitemap lists absolute URLs for crawlers, and the theme's 404 page
+    # links with absolute paths for a server's missing pages: a book read
+    # from a folder has no use for either.
+    for name in ("sitemap.xml", "sitemap.xml.gz", "404.html"):
         (site / name).unlink(missing_ok=True)
 
 

@@ -4,10 +4,29 @@
 // (file://) may do neither, so the worker is started from a blob of its
 // code (built into this file by book/hooks.py) and the index comes from a
 // script, search/search_index.js, which hands it to __book_search_index.
+// That script (about 1 MB) is loaded when the reader first goes to the
+// search box, not with every page: the worker builds its index from it.
 (function () {
   var ready;
   var index = new Promise(function (resolve) { ready = resolve; });
   window.__book_search_index = function (data) { ready(data); };
+
+  var indexScript = new URL("../../search/search_index.js", document.currentScript.src).href;
+  var asked = false;
+  function load() {
+    if (asked) return;
+    asked = true;
+    var s = document.createElement("script");
+    s.src = indexScript;
+    document.head.appendChild(s);
+  }
+  document.addEventListener("focusin", function (ev) {
+    if (ev.target.matches && ev.target.matches(".md-search__input")) load();
+  });
+  document.addEventListener("change", function (ev) {
+    if (ev.target.id === "__search" && ev.target.checked) load();
+  });
+  if (new URLSearchParams(location.search).has("q")) load();
 
   var worker = URL.createObjectURL(
     new Blob(__book_worker_code, { type: "text/javascript" }));

@@ -100,10 +100,7 @@ def header(repo_path, depth, is_dir, readers=()):
         if last and not is_dir:
             crumbs.append(html.escape(part))
         else:
-            target = "/".join(parts[: i + 1])
-            rel = posixpath.relpath(dir_page_path(target),
-                                    posixpath.dirname(page_path(repo_path) if not is_dir else dir_page_path(repo_path)))
-            crumbs.append(f'<a href="{rel}">{html.escape(part)}</a>')
+            crumbs.append(f'<a href="{up}{dir_page_path("/".join(parts[: i + 1]))}">{html.escape(part)}</a>')
     text = " / ".join(crumbs)
     if readers:
         chapters = []
@@ -146,7 +143,7 @@ def write_dir_page(site, directory, entries, readers):
     """entries: (name, is_dir, where a link points or None)."""
     dest = site / dir_page_path(directory)
     depth = dir_page_path(directory).count("/")
-    here = posixpath.dirname(dir_page_path(directory))
+    up = "../" * depth
     items = []
     for name, is_dir, points_to in sorted(entries, key=lambda e: (not e[1], e[0])):
         full = posixpath.join(directory, name) if directory else name
@@ -155,7 +152,7 @@ def write_dir_page(site, directory, entries, readers):
         label = html.escape(name + ("/" if is_dir else ""))
         if points_to:
             label += f" → {html.escape(points_to + ('/' if is_dir else ''))}"
-        items.append(f'<li><a href="{posixpath.relpath(target, here)}">{label}</a></li>')
+        items.append(f'<li><a href="{up}{target}">{label}</a></li>')
     body = '<ul class="listing">\n' + "\n".join(items) + "\n</ul>"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(document(directory or "all files", depth, header(directory, depth, True, readers), body),

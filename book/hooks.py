@@ -119,18 +119,11 @@ class State:
         # Repository path -> the English pages linking it: (site path, title, Chinese twin or None).
         self.readers = {}
 
-
-    def reading(self, page_site_path, title, twin):
-        """The page whose links are being rewritten (English edition only)."""
-        self.page = (page_site_path, title, twin if twin.startswith("zh/") and twin != "zh/index.html" else None)
-
-    def read_with(self, repo_path):
-        page = getattr(self, "page", None)
-        if page is None:
-            return
-        pages = self.readers.setdefault(repo_path, [])
-        if page not in pages:
-            pages.append(page)
+    def read_with(self, repo_paths, page_site_path, title, twin):
+        """The English page at page_site_path links to or quotes repo_paths."""
+        zh = twin if twin.startswith("zh/") and twin != "zh/index.html" else None
+        for path in repo_paths:
+            self.readers.setdefault(path, []).append((page_site_path, title, zh))
 
 
 STATE = None
@@ -170,9 +163,10 @@ def site_target(repo_path, is_dir):
     return None
 
 
-def rewrite_link(target, page_repo, ed):
-    """The link as the built page needs it; page_repo is the page's path in
-    the repository (docs/zh/04-rdma-write.md)."""
+def rewrite_link(target, page_repo, ed, code):
+    """The link as the built page needs it, or None to leave it; page_repo is
+    the page's path in the repository (docs/zh/04-rdma-write.md). A link to
+    the code adds the file (or folder) to code."""
     if target.startswith("<") and target.endswith(">"):
         target = target[1:-1]
     if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith(("#", "/")):
@@ -191,7 +185,7 @@ def rewrite_link(target, page_repo, ed):
         STATE.broken.append((page_repo, target))
         return None
     if where.startswith("code/"):
-        STATE.read_with(STATE.links.get(repo_path, repo_path))
+        code.add(STATE.links.get(repo_path, repo_path))
     return SITE_REF + where + ("#" + frag if frag else "")
 
 
@@ -239,84 +233,87 @@ def quote_source(block, chapter_stage, heading):
     return f, first, last
 
 
-def add_quote_links(markdown, page_repo, ed):
-    """A "from FILE, line N" line after each ```cpp block that quotes the sources."""
-    name = posixpath.basename(page_repo)
-    m = re.match(r"(\d\d)-", name)
-    stage = None
-    if m:
-        stage = next((d for d in sorted(STATE.dirs) if d.startswith(m.group(1) + "_") and "/" not in d), None)
-    word, comma, one, many = QUOTED_FROM[ed]
-    out, block, in_fence, fence, lang, heading, prev = [], [], False, "", "", "", ""
+def segments(markdown):
+    """The markdown as ("text", lines) and ("fence", lines, language) runs, in
+    order; a fence's lines include its opening and closing lines."""
+    out, fence = [], None
     for line in markdown.split("\n"):
-        if not in_fence:
-            out.append(line)
-            fm = FENCE.match(line)
-            if fm:
-                in_fence, fence, lang, block = True, fm.group(2), fm.group(3), []
-                sketch = chapter_quotes.SKETCH.match(prev.strip())
-                if sketch:
-                    lang = "sketch"
-            elif line.startswith("#"):
-                heading = line
-            if line.strip():
-                prev = line
-            continue
-        if line.strip().startswith(fence) and line.strip().strip(fence[0]) == "":
-            out.append(line)
-            in_fence = False
-            if lang == "cpp":
-                found = quote_source(block, stage, heading)
-                if found:
-                    f, first, last = found
-                    where = one.format(first) if first == last else many.format(first, last)
-                    href = SITE_REF + code_pages.page_path(f) + f"#L{first}"
-                    STATE.read_with(f)
-                    out.append("")
-                    out.append(f'<p class="book-quoted-from">{word} <a href="{href}"><code>{f}</code>{comma}{where}</a></p>')
-            continue
-        block.append(line)
-        out.append(line)
-    return "\n".join(out)
+        if fence is None:
+            m = FENCE.match(line)
+            if m:
+                fence = m.group(2)
+                out.append(("fence", [line], m.group(3)))
+            elif out and out[-1][0] == "text":
+                out[-1][1].append(line)
+            else:
+                out.append(("text", [line]))
+        else:
+            out[-1][1].append(line)
+            stripped = line.strip()
+            if stripped.startswith(fence) and stripped.strip(fence[0]) == "":
+                fence = None
+    return out
+
+
+def quote_line(block, stage, heading, ed, quoted):
+    """The "from FILE, lines N-M" line for a ```cpp block that quotes the
+    sources, or None; the file quoted is added to quoted."""
+    found = quote_source(block, stage, heading)
+    if not found:
+        return None
+    f, first, last = found
+    word, comma, one, many = QUOTED_FROM[ed]
+    where = one.format(first) if first == last else many.format(first, last)
+    href = SITE_REF + code_pages.page_path(f) + f"#L{first}"
+    quoted.add(f)
+    return f'<p class="book-quoted-from">{word} <a href="{href}"><code>{f}</code>{comma}{where}</a></p>'
+
+
+def chapter_stage(page_repo):
+    """The stage folder of a chapter (docs/04-rdma-write.md: 04_rdma_write), or None."""
+    m = re.match(r"(\d\d)-", posixpath.basename(page_repo))
+    if not m:
+        return None
+    return next((d for d in sorted(STATE.dirs) if d.startswith(m.group(1) + "_") and "/" not in d), None)
 
 
 def on_page_markdown(markdown, page, config, files, **_):
     ed = edition(config)
     page_repo = posixpath.join("docs/zh" if ed == "zh" else "docs", page.file.src_uri)
     page.meta["book_site_path"] = site_root(ed) + page.file.dest_uri
+    page.meta["book_twin"] = twin_of(page_repo, ed)
+    runs = segments(markdown)
     # MkDocs takes a title only from a first line that is a heading; the
     # chapters open with the language line (and zh's with its sync record).
-    title = next((l[2:].strip() for l in outside_fences(markdown) if l.startswith("# ")), None)
+    title = next((l[2:].strip() for run in runs if run[0] == "text" for l in run[1] if l.startswith("# ")), None)
     if title:
         page.title = re.sub(r"`([^`]*)`", r"\1", title)
-    twin = twin_of(page_repo, ed)
-    page.meta["book_twin"] = twin
-    if ed == "en":
-        STATE.reading(page.meta["book_site_path"], page.title, twin)
+
+    code = set()  # the repository files this page links to or quotes
 
     def fix(m):
-        new = rewrite_link(m.group(2), page_repo, ed)
+        new = rewrite_link(m.group(2), page_repo, ed, code)
         return m.group(0) if new is None else m.group(1) + new + m.group(3)
 
-    # Links inside fenced blocks stay as written.
-    parts = re.split(r"(^[ \t]*```.*?^[ \t]*```[ \t]*$)", markdown, flags=re.M | re.S)
-    markdown = "".join(p if i % 2 else LINK.sub(fix, p) for i, p in enumerate(parts))
-    markdown = add_quote_links(markdown, page_repo, ed)
-    STATE.page = None
-    return markdown
-
-
-def outside_fences(markdown):
-    """The lines of the markdown that are not inside a fenced block."""
-    fence = None
-    for line in markdown.split("\n"):
-        m = FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(2)
-        elif fence is not None and line.strip() and line.strip().strip(fence[0]) == "" and line.strip().startswith(fence):
-            fence = None
-        elif fence is None:
-            yield line
+    stage, heading, prev, out = chapter_stage(page_repo), "", "", []
+    for run in runs:
+        lines = run[1]
+        if run[0] == "text":
+            # Links inside fenced blocks stay as written.
+            out.append(LINK.sub(fix, "\n".join(lines)))
+            heading = next((l for l in reversed(lines) if l.startswith("#")), heading)
+            prev = next((l for l in reversed(lines) if l.strip()), prev)
+            continue
+        out.append("\n".join(lines))
+        sketch = chapter_quotes.SKETCH.match(prev.strip())
+        if run[2] == "cpp" and not sketch:
+            line = quote_line(lines[1:-1], stage, heading, ed, code)
+            if line:
+                out.append("\n" + line)
+        prev = lines[-1]
+    if ed == "en":
+        STATE.read_with(code, page.meta["book_site_path"], page.title, page.meta["book_twin"])
+    return "\n".join(out)
 
 
 def twin_of(page_repo, ed):
@@ -378,7 +375,7 @@ def on_post_build(config, **_):
 def write_search(site, ed):
     """assets/book/search.js (page.js with the worker's code: book/search/
     around the theme's worker) and search/search_index.js (the index as a
-    script)."""
+    script, in place of the theme's search_index.json)."""
     theme_worker = next((site / "assets/javascripts/workers").glob("search.*.min.js"))
     parts = [f"self.__book_edition = {json.dumps(ed)};\n",
              (BOOK / "search/worker_before.js").read_text(encoding="utf-8"),
@@ -392,7 +389,9 @@ def write_search(site, ed):
     dest = site / "assets/book/search.js"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(script, encoding="utf-8")
+    # The theme's search_index.json, as a script page.js loads (and only that).
     index = site / "search/search_index.json"
     data = json.loads(index.read_text(encoding="utf-8"))
     (site / "search/search_index.js").write_text(
         "__book_search_index(" + json.dumps(data, ensure_ascii=False) + ");\n", encoding="utf-8")
+    index.unlink()

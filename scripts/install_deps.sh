@@ -133,11 +133,11 @@ fi
 # linux-source-6.12 (about 140 and 150 MB), and each guest kernel's
 # linux-headers package builds it out of tree. Debian 12 only; every
 # installed guest kernel, once the kernels themselves are in.
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 siw_packages() {
   local k series
   [[ $second_kernel == 1 ]] || return 0
-  # shellcheck source=lib.sh
-  source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
   for k in $(guest_kernels); do
     series=$(sed -n 's/^\([0-9]*\.[0-9]*\)[.-].*/\1/p' <<<"$k")
     for p in "linux-source-$series" "linux-headers-$k"; do
@@ -150,8 +150,6 @@ siw_packages() {
 # package of the version lib.sh names, checked against the sha512 the npm
 # registry publishes for it (lib.sh), its minified script and licence kept in the
 # user's cache (not the system's: no sudo). Once.
-# shellcheck source=lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 fetch_mermaid() {
   local dest tmp url digest
   dest=$(book_mermaid_path)

@@ -259,7 +259,7 @@ def check_site(drv, source_root, site):
     c = Checker(drv, site)
     c.cited = cited_urls(source_root)
     site = c.site
-    pages = sorted(p for p in site.rglob("*.html") if p.name != "404.html")
+    pages = sorted(site.rglob("*.html"))
     for path in pages:
         diagrams, highlighted = source_blocks(source_root, c.rel(path))
         facts = c.load(path, diagrams)
@@ -273,7 +273,7 @@ def check_site(drv, source_root, site):
     check_switch(c, "zh/04-rdma-write.html", "04-rdma-write.html")
     for edition, query, expected in SEARCHES:
         check_search(c, edition, query, expected)
-    check_hosts(c, source_root)
+    check_hosts(c)
     return c, len(pages), len(chapters)
 
 
@@ -298,7 +298,7 @@ def check_twins(c, chapters):
 def check_switch(c, page, twin):
     from selenium.webdriver.common.by import By
     c.drv.get((c.site / page).as_uri())
-    lang = "en" if twin.startswith("zh/") is False else "zh"
+    lang = "zh" if twin.startswith("zh/") else "en"
     links = c.drv.find_elements(By.CSS_SELECTOR, f"a.md-select__link[hreflang={lang}]")
     if not links:
         c.fail(page, f"no language switch to {lang}")
@@ -352,8 +352,7 @@ def cited_urls(source_root):
 
 def check_served(c, source_root, site):
     """scripts/book.sh --serve: chapter 04 of each edition over http from
-    localhost, its diagram drawn, no console error, no request elsewhere, and
-    a search there."""
+    localhost, its diagram drawn, no console error, no request elsewhere."""
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -388,10 +387,9 @@ def check_served(c, source_root, site):
         server.wait()
 
 
-def check_hosts(c, source_root):
+def check_hosts(c):
     """Every http(s) URL written in a built file: each must have a reason
     (HOST_RULES, or a citation the chapters make), and the list is printed."""
-    cited = cited_urls(source_root)
     reasons = {}
     for path in sorted(c.site.rglob("*")):
         if not path.is_file() or path.suffix not in (".html", ".js", ".css", ".json", ".svg", ".xml"):
@@ -401,7 +399,7 @@ def check_hosts(c, source_root):
         for url in set(re.findall(r"https?://[\x21-\x7e]+", text)):
             url = re.split(r"[\"'<>()\\`]", url)[0].rstrip(".,;")
             why = next((r for p, f, r in HOST_RULES if re.search(p, url) and (f is None or re.search(f, where))), None)
-            if why is None and url in cited and (path.suffix == ".html" or path.name.startswith("search_index.")):
+            if why is None and url in c.cited and (path.suffix == ".html" or path.name.startswith("search_index.")):
                 why = "a source the chapters cite, a link the reader may follow, never fetched"
             if why is None:
                 c.fail(where, f"names a host outside the site: {url}")

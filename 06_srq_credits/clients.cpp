@@ -15,13 +15,6 @@
 
 namespace stage06 {
 
-client* server::by_qp(std::uint32_t qp_num) {
-  for (auto& c : clients_) {
-    if (c->qp->qp_num == qp_num) return c.get();
-  }
-  return nullptr;
-}
-
 // A client connects: a QP on the shared SRQ (its own send queue, the
 // shared CQ), its window of slots, the walk to RTS, our endpoint back.
 void server::join() {
@@ -39,7 +32,7 @@ void server::join() {
   init.recv_cq = dev_.cq.get();
   init.srq = srq_.get();  // Recvs come from the shared queue: no receive queue of its own
   init.qp_type = IBV_QPT_RC;
-  init.cap.max_send_wr = send_queue;
+  init.cap.max_send_wr = rdma::credit_send_queue;
   init.cap.max_send_sge = 1;
   init.cap.max_inline_data = 8;  // the credit word travels inside the WQE
   rdma::qp_ptr qp(rdma::check_ptr(ibv_create_qp(dev_.pd.get(), &init), "ibv_create_qp(on the SRQ)"));
@@ -63,55 +56,45 @@ void server::join() {
               static_cast<unsigned long long>(peer.addr));
   std::fflush(stdout);
   ++joined_;
-  clients_.push_back(std::make_unique<client>(number, std::move(socket), peer, std::move(window), std::move(qp), slots, sizing_,
-                                              opts_.credit_batch.value_or(std::max(1u, sizing_.window / 2))));
+  clients_.add(std::make_unique<client>(number, std::move(socket), peer, std::move(window), std::move(qp), slots, sizing_,
+                                       opts_.credit_batch.value_or(std::max(1u, sizing_.window / 2))));
 }
 
+// The async events, sorted as every SRQ server sorts them
+// (rdma::sort_server_event); each is acked after this returns.
 void server::on_async_event(const ibv_async_event& e) {
-  switch (e.event_type) {
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
+  switch (rdma::sort_server_event(e.event_type)) {
+    case rdma::srq_server_event::limit_reached:
       // Fewer than the limit are posted: repost everything consumed now,
       // without waiting for a full batch, and arm the limit again.
       refill_.on_limit_event();
       return;
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
+    case rdma::srq_server_event::last_wqe:
       // A QP on an SRQ, in ERR, will take no more Recvs from it, and the
       // ones it took have completed (flushed): once the CQ has been polled
       // empty after this, it may be destroyed (let_go says why in that
-      // order). Only marked here: the event is acked after this handler
-      // returns, and ibv_destroy_qp waits for its QP's events to be acked.
-      // In ERR without our asking: a completion that failed (posted
-      // before this event, but on another descriptor, which may be read
-      // after this one) or a fatal error. Judged in look_around once the
-      // CQ has been polled empty after it (rdma::last_wqe_notice): the
-      // completion, if any, names the cause; if none, the client goes as lost.
-      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr) c->last_wqe.event(c->departure, cq_empties_);
+      // order). Only marked here: ibv_destroy_qp waits for its QP's events
+      // to be acked. In ERR without our asking: a completion that failed
+      // (posted before this event, but on another descriptor, which may be
+      // read after this one) or a fatal error. Judged once the CQ has been
+      // polled empty after it (rdma::last_wqe_notice): the completion, if
+      // any, names the cause; if none, the client goes as lost.
+      clients_.last_wqe_event(e.element.qp->qp_num);
       return;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
+    case rdma::srq_server_event::client_broke:
       // One client's QP broke (a request our device could not carry out, a
-      // write it refused): that client goes, the others stay. Marked here,
-      // destroyed later; the event is acked after this returns.
-      if (client* c = by_qp(e.element.qp->qp_num); c != nullptr && !c->leaving) {
+      // write it refused): that client goes, the others stay.
+      if (client* c = clients_.by_qp(e.element.qp->qp_num); c != nullptr && !c->leaving) {
         let_go(*c, parting::dropped, async_event_name(e.event_type) + " on its QP");
       }
       return;
-    case IBV_EVENT_CQ_ERR:
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_DEVICE_FATAL:
-      // The CQ, the SRQ or the device every client shares: nobody can be served.
-      throw rdma::tutorial_error(async_event_name(e.event_type) + ": the server's shared " +
-                                     (e.event_type == IBV_EVENT_CQ_ERR    ? "CQ"
-                                      : e.event_type == IBV_EVENT_SRQ_ERR ? "SRQ"
-                                                                          : "device") +
-                                     " failed",
-                                 "a CQ overrun means more completions than its entries: see the sizes printed at start-up");
-    case IBV_EVENT_COMM_EST:
-      return;  // the first packet on a QP still in RTR: nothing to do
-    default:
-      // PORT_ERR, PORT_ACTIVE, GID_CHANGE...: said, not acted on; a client
-      // whose packets stop reaching us goes silent and --wait-ms lets it go.
+    case rdma::srq_server_event::shared_failed:
+      rdma::throw_shared_failure(e.event_type);  // the CQ, the SRQ or the device every client shares
+    case rdma::srq_server_event::ignored:
+      return;
+    case rdma::srq_server_event::said:
+      // PORT_ERR, PORT_ACTIVE, GID_CHANGE...: a client whose packets stop
+      // reaching us goes silent and --wait-ms lets it go.
       std::printf("async event: %s\n", async_event_name(e.event_type).c_str());
       std::fflush(stdout);
   }
@@ -130,49 +113,30 @@ void server::on_async_event(const ibv_async_event& e) {
 //      (IBV_WC_WR_FLUSH_ERR) behind everything the send queue held.
 // Soft-RoCE on Linux 6.1 never sends the event (6.12 does): there the QP
 // goes once its marker is back and the event has had its
-// rdma::last_wqe_wait. Bounded by --wait-ms on any device.
+// rdma::last_wqe_wait. Bounded by --wait-ms on any device. The marker and
+// the books: rdma::srq_clients::leave (common/src/srq_server.cpp).
 void server::let_go(client& c, parting how, const std::string& why) {
   if (c.leaving) return;
-  if (how == parting::lost) ++lost_;
-  if (how == parting::dropped) ++dropped_;
-  if (how != parting::done) {
-    std::printf("client %u (QP 0x%x): %s; letting it go after %llu records\n", c.number, c.qp->qp_num, why.c_str(),
-                static_cast<unsigned long long>(c.records));
-  }
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_ERR;
-  rdma::check_rc(ibv_modify_qp(c.qp.get(), &attr, IBV_QP_STATE), "ibv_modify_qp(client " + std::to_string(c.number) + " to ERR)");
-  c.leaving = true;
-  ibv_send_wr marker{};
-  marker.wr_id = drain_tag;
-  marker.opcode = IBV_WR_RDMA_WRITE;  // never executed: flushed
-  marker.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  // A full send queue refuses it (ENOMEM): then the event alone decides.
-  const int rc = ibv_post_send(c.qp.get(), &marker, &bad);
-  if (rc != 0) {
-    std::printf("client %u: %s; its QP's last WQE event decides when it may go\n", c.number,
-                rdma::verbs_error(rc, "ibv_post_send(drain marker)").what());
-  }
-  c.departure.emplace(steady::now(), last_wqe_wait_, rc == 0);
-  c.last_wqe.pass_to(*c.departure);
+  rdma::check_rc(ibv_modify_qp(c.qp, &attr, IBV_QP_STATE), "ibv_modify_qp(client " + std::to_string(c.number) + " to ERR)");
+  clients_.leave(c, how, why);
 }
 
-void server::forget(client& c, const char* how) {
-  if (c.finished) {
-    std::printf("client %u: done, %llu records; QP destroyed (%s)\n", c.number,
-                static_cast<unsigned long long>(c.records), how);
+// Its departure decided (rdma::srq_clients::settle): destroyed, its QP first.
+void server::forget(std::unique_ptr<client> c, const std::string& how) {
+  const std::uint32_t number = c->number;
+  const std::uint64_t records = c->records;
+  const bool finished = c->finished;
+  c.reset();
+  if (finished) {
+    std::printf("client %u: done, %llu records; QP destroyed (%s)\n", number, static_cast<unsigned long long>(records),
+                how.c_str());
   } else {
-    std::printf("client %u: gone after %llu records; QP destroyed (%s); the others go on\n", c.number,
-                static_cast<unsigned long long>(c.records), how);
+    std::printf("client %u: gone after %llu records; QP destroyed (%s); the others go on\n", number,
+                static_cast<unsigned long long>(records), how.c_str());
   }
   std::fflush(stdout);
-  for (auto it = clients_.begin(); it != clients_.end(); ++it) {
-    if (it->get() == &c) {
-      clients_.erase(it);
-      return;
-    }
-  }
 }
 
 // The TCP side: a client joining, one closing its connection, the async
@@ -182,7 +146,7 @@ void server::look_around(int wait_ms) {
   if (joined_ < sizing_.clients) fds.push_back({listener_.fd(), POLLIN, 0});
   const std::size_t first_client = fds.size();
   std::vector<client*> watched;  // the clients whose sockets are in fds
-  for (auto& c : clients_) {
+  for (const auto& c : clients_.all()) {
     if (c->leaving) continue;
     fds.push_back({c->socket.fd(), POLLIN, 0});
     watched.push_back(c.get());
@@ -213,23 +177,17 @@ void server::look_around(int wait_ms) {
 
   // Clients are forgotten here only, never while a completion or an event
   // about them is being handled.
+  clients_.settle([&](client& c, parting how, const std::string& why) { let_go(c, how, why); },
+                  [&](std::unique_ptr<client> c, const std::string& how) { forget(std::move(c), how); });
   const auto now = steady::now();
   const auto wait = std::chrono::milliseconds(opts_.peer.wait_ms);
-  for (std::size_t i = 0; i < clients_.size(); ++i) {
-    client& c = *clients_[i];
-    if (!c.leaving && c.last_wqe.due(cq_empties_)) {
-      let_go(c, parting::lost, "its QP went to the error state (IBV_EVENT_QP_LAST_WQE_REACHED)");
-    }
-    if (c.leaving) {
-      if (const auto done = c.departure->check(now, cq_empties_); done != rdma::srq_qp_departure::outcome::waiting) {
-        forget(c, c.departure->describe(done).c_str());
-        --i;
-      }
-    } else if (!c.leaving && !c.finished && now - c.last_heard > wait) {
+  for (const auto& c : clients_.all()) {
+    if (c->leaving || now - c->last_heard <= wait) continue;
+    if (!c->finished) {
       // Stopped, or stuck: it would hold its window, and this server, for ever.
-      let_go(c, parting::dropped, "silent for --wait-ms " + std::to_string(opts_.peer.wait_ms));
-    } else if (!c.leaving && c.finished && now - c.last_heard > wait) {
-      let_go(c, parting::done, "done");  // its last credits never confirmed: no reason to wait longer
+      let_go(*c, parting::dropped, "silent for --wait-ms " + std::to_string(opts_.peer.wait_ms));
+    } else {
+      let_go(*c, parting::done, "done");  // its last credits never confirmed: no reason to wait longer
     }
   }
   if (joined_ < sizing_.clients && now > join_deadline_) {

@@ -1,21 +1,31 @@
 // Stage 06 — a shared receive queue and credits (docs/06-srq-credits.md).
 //
-// Reading order, as the chapter tells it:
+// Reading order, as the chapter tells it (C = ../common/, I = its
+// include/rdma_tutorial/):
 //   protocol.hpp       who sends what to whom; the record and its checks
 //   credits.hpp/.cpp   the arithmetic: SRQ depth against the windows, the
 //                      two credit ledgers
 //   srq_credits.cpp    main: the device, a PD and a CQ, then either role
-//   ../common/src/srq.cpp  the SRQ: create, post Recvs in batches, arm the
-//                      limit, the async events (SRQ_LIMIT_REACHED, ...)
-//   srq.cpp            the refill: reposting in batches, the limit re-armed
-//   server.hpp         the server's state: its clients, the SRQ, the refill
+//   I/srq.hpp, C/src/srq.cpp  the SRQ: create, post Recvs in batches, arm
+//                      the limit, the async events; the order a QP leaves
+//                      it in (srq_qp_departure, last_wqe_notice)
+//   I/srq_server.hpp, C/src/srq_refill.cpp, C/src/srq_server.cpp
+//                      a server's books for many clients on one SRQ: the
+//                      refill, a client's credit writes, the async events
+//                      sorted, a client let go (stage 09 reuses them)
+//   server.hpp         this server's state: its client, the SRQ, the refill
 //   server.cpp         N clients on one SRQ and one CQ: take every
 //                      completion, check it, repost, return credits
 //   clients.cpp        clients joining (a QP on the SRQ, a window registered
 //                      for it alone) and going: ERR, drain, destroy
+//   I/credit_stream.hpp, C/src/credit_stream.cpp, I/nap_wait.hpp
+//                      the client's side of a credit word: reap, read the
+//                      word, how many may go, wait without spinning flat out
 //   client.cpp         stream records inside the window the server granted
+//   not the lesson:
 //   options.cpp        the command line
-//   progress.cpp       not the lesson: --progress-ms, the measurements' timeline
+//   progress.cpp       --progress-ms, the measurements' timeline
+//   I/waiting.hpp      the numbers the waits use, and why on Soft-RoCE
 // Stage 04's handshake comes from common/ (peer.hpp); stage 05's immediate
 // encoding too (imm.hpp).
 #pragma once
@@ -61,37 +71,13 @@ bool parse_options(int argc, const char* const* argv, options& out);
 int run_server(const options& opts, const rdma::rdma_device& dev);
 int run_client(const options& opts, const rdma::rdma_device& dev);
 
-// srq.cpp --------------------------------------------------------------------
-
-// The SRQ's verbs and the async event queue (common/include/rdma_tutorial/srq.hpp,
-// taught here, shared with stage 09).
+// The SRQ's verbs and the async event queue (common/include/rdma_tutorial/srq.hpp),
+// and what the server does with them between completions
+// (common/include/rdma_tutorial/srq_server.hpp): taught here, reused by stage 09.
 using rdma::arm_srq_limit;
 using rdma::async_event_name;
 using rdma::async_events;
 using rdma::create_srq;
 using rdma::post_srq_receives;
-
-// What the server does with the SRQ between completions: counts consumed
-// Recvs, reposts them in batches, and reposts everything at once when the
-// limit event says the queue runs low (then re-arms it).
-class srq_refill {
- public:
-  srq_refill(ibv_srq* srq, const srq_sizing& sizing);
-  void consumed() { ++waiting_; }
-  // Reposts when a batch is complete; returns how many were posted.
-  std::uint32_t repost_if_due();
-  // IBV_EVENT_SRQ_LIMIT_REACHED: repost what waits, arm again.
-  void on_limit_event();
-  std::uint32_t limit_events() const { return limit_events_; }
-  std::uint32_t waiting() const { return waiting_; }
-  // ibv_query_srq: the limit the device holds now (0: not armed).
-  std::uint32_t armed_limit() const;
-
- private:
-  ibv_srq* srq_;
-  srq_sizing sizing_;
-  std::uint32_t waiting_ = 0;
-  std::uint32_t limit_events_ = 0;
-};
 
 }  // namespace stage06

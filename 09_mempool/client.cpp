@@ -7,7 +7,6 @@
 #include <endian.h>
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -16,12 +15,11 @@
 #include "rdma_tutorial/transport.hpp"
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/cm_events.hpp"
-#include "rdma_tutorial/completion.hpp"
+#include "rdma_tutorial/credit_stream.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
 #include "rdma_tutorial/latency_report.hpp"
 #include "rdma_tutorial/limits.hpp"
-#include "rdma_tutorial/nap_wait.hpp"
 #include "rdma_tutorial/record.hpp"
 #include "rdma_tutorial/send_window.hpp"
 #include "stage.hpp"
@@ -53,84 +51,54 @@ rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev) {
   return rdma::cm_qp_ptr(id);
 }
 
+// The stream around rdma::credit_stream (stage 06's): what a write is in
+// this stage, and the credit word read as an edge.
 struct stream {
   const options& opts;
-  rdma_event_channel* channel;
-  ibv_cq* cq;
-  ibv_qp* qp;
   const grant_msg& g;
-  std::uint64_t* credit_word;  // written by the server's device
   const rdma::registered_buffer& source;
-  std::uint64_t sent = 0;       // writes posted: records, then END
-  std::uint64_t completed = 0;  // WRs known complete
-  std::uint64_t edge = 0;       // the last edge read
-  std::uint32_t signal_every = 1;
+  std::uint64_t edge = 0;  // the last edge read
+  std::uint32_t signal_every;
+  rdma::credit_stream out;
 
-  // The word changes under us (the server's device writes it): an atomic
-  // acquire load (stage 04's std::atomic_ref), so the compiler reads memory
-  // each time. The word is page-aligned
-  // (registered_buffer), so the load is one aligned 8-byte access; that the
-  // device stores it at once too is what devices do in practice, not what
-  // the verbs promise (docs/06-srq-credits.md, "Credits"). An edge only
-  // grows; one beyond what the grant allows (a torn read could make one)
-  // is refused.
-  void read_edge() {
-    const std::uint64_t now = be64toh(std::atomic_ref<std::uint64_t>(*credit_word).load(std::memory_order_acquire));
+  stream(const options& o, rdma_event_channel* channel, ibv_qp* qp, ibv_cq* cq, std::uint64_t* credit_word,
+         const grant_msg& grant, const rdma::registered_buffer& src)
+      : opts(o), g(grant), source(src), signal_every(std::max(1u, std::min(grant.slots, 64u) / 2)),
+        out(qp, cq, credit_word, grant.slots, send_queue, o.peer.wait_ms,
+            {[this](std::uint64_t now) { on_edge(now); },
+             [this](const char* what) {
+               return "no credit within --wait-ms " + std::to_string(opts.peer.wait_ms) + " while we waited for " + what +
+                      " (edge " + std::to_string(edge) + ", " + std::to_string(out.posted()) + " sent)";
+             },
+             [this, channel](const char* what) {
+               if (const auto ev = rdma::cm::try_event(channel)) {
+                 throw rdma::tutorial_error("the server ended the connection (" + std::string(rdma_event_str(ev->type)) +
+                                                ") while we waited for " + what + ", after " +
+                                                std::to_string(out.posted()) + " writes",
+                                            "its output says why");
+               }
+             }}) {}
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+
+  // An edge only grows; one beyond what the grant allows (a torn read
+  // could make one) is refused.
+  void on_edge(std::uint64_t now) {
     if (now <= edge) return;
-    if (now > sent + g.slots) {
+    if (now > out.posted() + g.slots) {
       throw rdma::tutorial_error("the server's credit edge " + std::to_string(now) + " is beyond " +
-                                 std::to_string(sent) + " sent + " + std::to_string(g.slots) + " slots",
+                                 std::to_string(out.posted()) + " sent + " + std::to_string(g.slots) + " slots",
                                  "the credit word holds what the server made up: its bug");
     }
     edge = now;
   }
-
-  void reap() {
-    std::array<ibv_wc, 16> wcs{};
-    const int n = rdma::check_poll(ibv_poll_cq(cq, static_cast<int>(wcs.size()), wcs.data()));
-    for (int i = 0; i < n; ++i) {
-      const ibv_wc& wc = wcs[static_cast<std::size_t>(i)];
-      if (wc.status != IBV_WC_SUCCESS) {
-        throw rdma::tutorial_error("write " + std::to_string(wc.wr_id) + " failed: " + rdma::describe_wc(wc),
-                                   rdma::wc_status_hint(wc.status));
-      }
-      completed = wc.wr_id + 1;  // sends complete in order: every WR up to this one is done
-    }
-  }
-
-  // Until `ready` holds: reap completions and read the edge, at the pace
-  // of common/include/rdma_tutorial/nap_wait.hpp (stage 06: spinning flat
-  // out starves the server and Soft-RoCE's own kernel work of CPU). Bounded
-  // by --wait-ms without progress, and by the server disconnecting us.
-  template <typename Ready>
-  void wait_until(const char* what, Ready ready) {
-    rdma::nap_until(
-        ready,
-        [&] {
-          reap();
-          read_edge();
-        },
-        [&](std::uint32_t looks, std::chrono::steady_clock::duration waited) {
-          if (waited > std::chrono::milliseconds(opts.peer.wait_ms)) {
-            throw rdma::tutorial_error("no credit within --wait-ms " + std::to_string(opts.peer.wait_ms) +
-                                           " while we waited for " + what + " (edge " + std::to_string(edge) + ", " +
-                                           std::to_string(sent) + " sent)",
-                                       "the server stopped consuming: its output says why");
-          }
-          if (looks % rdma::waiting_policy::looks_per_peer_check != 0) return;
-          if (const auto ev = rdma::cm::try_event(channel)) {
-            throw rdma::tutorial_error("the server ended the connection (" + std::string(rdma_event_str(ev->type)) +
-                                           ") while we waited for " + what + ", after " + std::to_string(sent) + " writes",
-                                       "its output says why");
-          }
-        });
-  }
+  std::uint64_t credits() const { return edge > out.posted() ? edge - out.posted() : 0; }
 
   // One write: record `seq` into its slot, or END when seq == records.
   void fill_wr(ibv_send_wr& wr, ibv_sge& sge, std::uint64_t seq) {
     const std::uint32_t index = static_cast<std::uint32_t>(seq % g.slots);
     wr = ibv_send_wr{};
-    wr.wr_id = sent;
+    wr.wr_id = seq;
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr.wr.rdma.remote_addr = g.addr + std::uint64_t{index} * g.record_size;
     wr.wr.rdma.rkey = g.rkey;  // the memory window's: it opens our slots, nothing else
@@ -138,10 +106,7 @@ struct stream {
       wr.imm_data = htonl(rdma::imm::encode(imm_end, static_cast<std::uint32_t>(seq % rdma::imm::index_limit)));
     } else {
       // Slot i of our source is refilled only once the WR that last read it
-      // is known complete (post_all and one_at_a_time wait for that): the
-      // edge passing its record says the server took it, not that our
-      // device is done with these bytes; a resend after a lost ACK reads
-      // them again (ibv_post_send(3): reusable after the completion).
+      // is known complete (credit_stream::room says when).
       char* at = source.data() + std::size_t{index} * g.record_size;
       rdma::fill_record({at, g.record_size}, seq);
       sge = {reinterpret_cast<std::uintptr_t>(at), g.record_size, source.lkey()};
@@ -150,7 +115,7 @@ struct stream {
       wr.imm_data = htonl(rdma::imm::encode(imm_data, g.first_slot + index));
       if (seq == 0) break_a_rule(opts.hostile, g, wr, sge);  // the tests' --hostile (hostile.cpp)
     }
-    if (seq == opts.records || (sent + 1) % signal_every == 0) wr.send_flags = IBV_SEND_SIGNALED;
+    if (seq == opts.records || (seq + 1) % signal_every == 0) wr.send_flags = IBV_SEND_SIGNALED;
   }
 
   // Records, then END: every credit we hold goes out as one linked list of
@@ -161,7 +126,7 @@ struct stream {
       // let us hold it for ever.
       std::printf("hostile: writes nothing, holding its chunk\n");
       std::fflush(stdout);
-      wait_until("the server to let a silent client go", [] { return false; });
+      out.wait_until("the server to let a silent client go", [] { return false; });
     }
     std::vector<ibv_send_wr> wrs(send_queue);
     std::vector<ibv_sge> sges(send_queue);
@@ -172,25 +137,17 @@ struct stream {
       std::printf("hostile: ignores the credit edge, up to %u writes in flight\n", send_queue);
       std::fflush(stdout);
     }
-    while (sent <= opts.records) {
-      // A credit, room in the send queue, and the source slot free: the WR
-      // `slots` before this one known complete (WR n is record n).
-      wait_until("a credit", [&] {
-        return (!heed_credits || (sent < edge && sent < completed + g.slots)) && sent - completed < send_queue;
-      });
-      const std::uint64_t credits = heed_credits ? std::min(edge - sent, completed + g.slots - sent) : send_queue;
-      const std::uint64_t room = std::min<std::uint64_t>(credits, send_queue - (sent - completed));
-      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(room, opts.records + 1 - sent));
-      const std::uint64_t first = sent;
+    // A write may go while the edge is ahead of it, with room in the send
+    // queue and its source slot free (credit_stream::room).
+    const auto allowed = [&] { return heed_credits ? credits() : std::uint64_t{send_queue}; };
+    while (out.posted() <= opts.records) {
+      out.wait_until("a credit", [&] { return out.room(allowed()) > 0; });
+      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(out.room(allowed()), opts.records + 1 - out.posted()));
       for (std::size_t i = 0; i < k; ++i) {
-        fill_wr(wrs[i], sges[i], first + i);
+        fill_wr(wrs[i], sges[i], out.posted() + i);
         wrs[i].next = i + 1 < k ? &wrs[i + 1] : nullptr;
-        ++sent;
       }
-      ibv_send_wr* bad = nullptr;
-      if (const int rc = ibv_post_send(qp, wrs.data(), &bad); rc != 0) {
-        throw rdma::verbs_error(rc, "ibv_post_send(writes " + std::to_string(first) + "-" + std::to_string(sent - 1) + ")");
-      }
+      out.post(wrs.data(), k);
     }
   }
 
@@ -200,17 +157,13 @@ struct stream {
     std::vector<double> samples;
     std::vector<ibv_send_wr> wr(1);
     std::vector<ibv_sge> sge(1);
-    while (sent <= opts.records) {
-      wait_until("a credit", [&] { return sent < edge && sent < completed + g.slots && sent - completed < send_queue; });
+    while (out.posted() <= opts.records) {
+      out.wait_until("a credit", [&] { return out.room(credits()) > 0; });
       const auto posted = clock::now();
-      fill_wr(wr[0], sge[0], sent);
-      ++sent;
-      ibv_send_wr* bad = nullptr;
-      if (const int rc = ibv_post_send(qp, wr.data(), &bad); rc != 0) {
-        throw rdma::verbs_error(rc, "ibv_post_send(record " + std::to_string(sent - 1) + ")");
-      }
-      wait_until("the record's credit", [&] { return edge >= sent + g.slots; });
-      if (sent <= opts.records) samples.push_back(std::chrono::duration<double, std::micro>(clock::now() - posted).count());
+      fill_wr(wr[0], sge[0], out.posted());
+      out.post(wr.data(), 1);
+      out.wait_until("the record's credit", [&] { return edge >= out.posted() + g.slots; });
+      if (out.posted() <= opts.records) samples.push_back(std::chrono::duration<double, std::micro>(clock::now() - posted).count());
     }
     return samples;
   }
@@ -277,10 +230,9 @@ int run_client(const options& opts, rdma_event_channel* channel) {
 
   // What we write from: one record per slot (twice the last one's room, for --hostile oversized).
   source.emplace(dev.pd.get(), (std::size_t{g.slots} + 1) * g.record_size, 0, "records");
-  stream s{opts, channel, dev.cq.get(), id->qp, g, reinterpret_cast<std::uint64_t*>(credit.data()), *source};
-  s.signal_every = std::max(1u, std::min(g.slots, 64u) / 2);
+  stream s(opts, channel, id->qp, dev.cq.get(), reinterpret_cast<std::uint64_t*>(credit.data()), g, *source);
   // The server opens the window once it is bound: until then the edge is 0.
-  s.wait_until("the window to open", [&] { return s.edge > 0; });
+  s.out.wait_until("the window to open", [&] { return s.edge > 0; });
   const auto start = clock::now();
   std::vector<double> samples;
   if (opts.latency) {
@@ -289,8 +241,8 @@ int run_client(const options& opts, rdma_event_channel* channel) {
     s.post_all();
   }
   // Everything counts once the server has consumed it, END included.
-  s.wait_until("the last credit", [&] { return s.edge >= opts.records + 1 + g.slots; });
-  s.wait_until("the last completion", [&] { return s.completed == s.sent; });
+  s.out.wait_until("the last credit", [&] { return s.edge >= opts.records + 1 + g.slots; });
+  s.out.wait_until("the last completion", [&] { return s.out.completed() == s.out.posted(); });
   const double seconds = std::chrono::duration<double>(clock::now() - start).count();
   std::printf("sent %llu records and END; the server took them all\n", static_cast<unsigned long long>(opts.records));
   if (opts.latency) {

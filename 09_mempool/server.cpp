@@ -57,12 +57,12 @@ rdma::device_limits checked_limits(ibv_context* ctx, const options& opts, std::u
   limits.qps(opts.chunk_count(), pool);
   limits.memory_windows(opts.chunk_count(), pool);  // one per client served at once
   limits.memory_window_type_2();                     // bound on the client's QP (clients.cpp)
-  limits.queue_depth(send_queue, "credit writes, the bind and the marker in each client's send queue");
+  limits.queue_depth(rdma::credit_send_queue, "credit writes, the bind and the marker in each client's send queue");
   limits.registration(opts.chunk_bytes(), "bytes per chunk", opts.chunk_size ? "--chunk-size" : "--window and --record-size");
   return limits;
 }
 
-std::uint32_t cq_size(const options& opts, std::uint32_t srq_depth) { return srq_depth + opts.chunk_count() * send_queue + 16; }
+std::uint32_t cq_size(const options& opts, std::uint32_t srq_depth) { return srq_depth + opts.chunk_count() * rdma::credit_send_queue + 16; }
 
 rdma::cm_id_ptr listen_on(rdma_event_channel* channel, const rdma::peer_options& peer) {
   rdma_cm_id* raw = nullptr;
@@ -101,15 +101,15 @@ server::server(const options& opts, rdma_event_channel* channel)
                                         comp_channel_.get(), 0),
                           "ibv_create_cq")),
       srq_(rdma::create_srq(pd_.get(), srq_depth_)),
+      // Posts the SRQ's Recvs and arms its limit (stage 06's refill).
+      refill_(srq_.get(), srq_depth_, repost_batch, srq_limit_),
       async_(ctx_),
+      clients_(rdma::last_wqe_wait(limits_.attr(), std::chrono::milliseconds(opts.peer.wait_ms))),
       join_deadline_(steady::now() + std::chrono::milliseconds(opts.peer.accept_ms)) {
-  last_wqe_wait_ = rdma::last_wqe_wait(limits_.attr(), std::chrono::milliseconds(opts.peer.wait_ms));
   // Non-blocking: ibv_get_cq_event then fails with EAGAIN instead of
   // blocking, and the channel's fd sleeps in one poll() with the CM's.
   const int flags = rdma::check_errno(fcntl(comp_channel_->fd, F_GETFL), "fcntl(the channel's fd, F_GETFL)");
   rdma::check_errno(fcntl(comp_channel_->fd, F_SETFL, flags | O_NONBLOCK), "fcntl(the channel's fd, F_SETFL)");
-  rdma::post_srq_receives(srq_.get(), srq_depth_);
-  rdma::arm_srq_limit(srq_.get(), srq_limit_);
   std::printf("pool: %s\n", pool_.describe().c_str());
   std::printf("slots: %u per chunk of %u bytes, %u in all; each client is granted one chunk\n", layout_.slots,
               layout_.record_size, layout_.slot_count());
@@ -128,59 +128,37 @@ std::size_t server::drain_cq() {
     const int n = rdma::check_poll(ibv_poll_cq(cq_.get(), static_cast<int>(wcs.size()), wcs.data()));
     for (int i = 0; i < n; ++i) take(wcs[static_cast<std::size_t>(i)]);
     taken += static_cast<std::size_t>(n);
-    if (n < static_cast<int>(wcs.size())) {
-      ++cq_empties_;  // fewer than asked: nothing was left
-      return taken;
-    }
+    clients_.polled(n, wcs.size());
+    if (n < static_cast<int>(wcs.size())) return taken;  // fewer than asked: nothing was left
   }
 }
 
 void server::take(const ibv_wc& wc) {
-  client* c = by_qp(wc.qp_num);
-  const std::uint64_t tag = wc.wr_id & ~number_mask;
-  if (tag == drain_tag) {
+  client* c = clients_.by_qp(wc.qp_num);
+  const std::uint64_t tag = rdma::wr_tag(wc.wr_id);
+  if (tag == rdma::drain_tag) {
     // Flushed behind everything its send queue held.
     if (c != nullptr && c->leaving) c->departure->marker_flushed();
     return;
   }
   if (tag == bind_tag) {
-    if (c == nullptr || c->leaving) return;
-    if (wc.status != IBV_WC_SUCCESS) {
-      let_go(*c, parting::dropped, "binding its memory window failed: " + rdma::describe_wc(wc));
-      return;
-    }
-    // The window now opens the client's slots: tell it how far it may go.
-    c->open = true;
-    c->last_heard = steady::now();
-    post_credit(*c, credit_edge(0, layout_.slots));
+    if (c != nullptr && !c->leaving) window_bound(*c, wc);  // clients.cpp
     return;
   }
-  if (tag == credit_tag) {
+  if (tag == rdma::credit_tag) {
     if (c == nullptr || c->leaving) return;
     if (wc.status != IBV_WC_SUCCESS) {
       let_go(*c, parting::lost, "a credit write failed: " + rdma::describe_wc(wc));
       return;
     }
-    c->credit_reaped = wc.wr_id & number_mask;
+    c->credit_done(wc);
     return;
   }
-  // A Recv of the SRQ was consumed, whoever's QP consumed it.
-  ++recvs_waiting_;
-  if (c == nullptr) {
-    ++stray_;
-    return;
-  }
-  if (c->leaving) return;
-  if (wc.status != IBV_WC_SUCCESS) {
-    // A flush: its QP broke (it died, or we disconnected it). Anything
-    // else: it did what a client must not (a write outside its window
-    // fails at the responder, IBV_WC_REM_ACCESS_ERR at the client).
-    let_go(*c, wc.status == IBV_WC_WR_FLUSH_ERR ? parting::lost : parting::dropped,
-           "its completion failed: " + rdma::describe_wc(wc));
-    return;
-  }
-  c->last_heard = steady::now();
-  take_record(*c, wc);
+  // A Recv of the SRQ: counted for the refill, and a failed one lets its
+  // client go (stage 06's rdma::srq_clients::recv_taken); a write outside
+  // its window fails at the responder, IBV_WC_REM_ACCESS_ERR at the client.
+  c = clients_.recv_taken(wc, refill_, [&](client& who, parting how, const std::string& why) { let_go(who, how, why); });
+  if (c != nullptr) take_record(*c, wc);
 }
 
 // The order is the lesson: first what the completion claims, against what
@@ -244,46 +222,23 @@ void server::take_record(client& c, const ibv_wc& wc) {
   ++all_records_;
 }
 
-// The credit word: the edge, 8 bytes big-endian, as one inline RDMA Write
-// (inline: copied into the WQE when posted, so the variable may change at
-// once).
-void server::post_credit(client& c, std::uint64_t edge) {
-  const std::uint64_t edge_be = htobe64(edge);
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(&edge_be), sizeof edge_be, 0};
-  ibv_send_wr wr{};
-  wr.wr_id = credit_tag | (c.credit_writes + 1);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_INLINE;
-  if ((c.credit_writes + 1) % signal_every == 0 || c.finished) wr.send_flags |= IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = c.credit_addr;
-  wr.wr.rdma.rkey = c.credit_rkey;
-  ibv_send_wr* bad = nullptr;
-  if (const int rc = ibv_post_send(c.qp->qp, &wr, &bad); rc != 0) {
-    throw rdma::verbs_error(rc, "ibv_post_send(credit write to client " + std::to_string(c.number) + ")");
-  }
-  ++c.credit_writes;
+// The credit word: the edge, written into the client's memory as stage 06
+// writes its count (rdma::srq_client::post_credit: 8 bytes, big-endian,
+// one inline RDMA Write).
+void server::post_edge(client& c, std::uint64_t edge) {
+  c.post_credit(edge);
   c.edge_told = edge;
 }
 
 void server::return_credits() {
-  for (auto& c : clients_) {
+  for (const auto& c : clients_.all()) {
     if (!c->open || c->leaving) continue;
     const std::uint64_t edge = credit_edge(c->consumed, layout_.slots);
     if (edge == c->edge_told) continue;
     if (edge - c->edge_told < c->credit_batch && !c->finished) continue;
-    if (c->credit_writes - c->credit_reaped >= send_queue - 2) continue;  // full: the next return carries this one
-    post_credit(*c, edge);
+    if (!c->credit_room(2)) continue;  // full (the marker needs one): the next return carries this one
+    post_edge(*c, edge);
   }
-}
-
-// Consumed Recvs go back in batches (one doorbell each); the limit event
-// (on_async_event) reposts whatever waits at once.
-void server::refill_srq() {
-  if (recvs_waiting_ < repost_batch) return;
-  rdma::post_srq_receives(srq_.get(), recvs_waiting_);
-  recvs_waiting_ = 0;
 }
 
 // Asleep until the CQ's channel, the CM's channel or the device's async
@@ -310,18 +265,12 @@ void server::look_around(int wait_ms) {
     while (const auto ev = rdma::cm::try_event(channel_)) on_cm_event(*ev);
   }
   if (fds[2].revents != 0) async_.drain([&](const ibv_async_event& e) { on_async_event(e); });
-  // A client that holds a chunk and says nothing (stopped, or stuck) would
-  // hold it, and this server, for ever.
-  const auto now = steady::now();
-  for (auto& c : clients_) {
-    if (c->open && !c->leaving && !c->finished && now - c->last_heard > std::chrono::milliseconds(opts_.peer.wait_ms)) {
-      let_go(*c, parting::dropped, "silent for --wait-ms " + std::to_string(opts_.peer.wait_ms));
-    } else if (c->finished && !c->leaving && now - c->last_heard > std::chrono::milliseconds(opts_.peer.wait_ms)) {
-      let_go(*c, parting::done, "no disconnect within --wait-ms after its END");
-    }
-  }
-  forget_drained();
-  if (joined_ < opts_.clients && now > join_deadline_) {
+  let_go_the_silent();
+  // Clients are forgotten here only, between completions (clients.cpp).
+  clients_.settle([&](client& c, parting how, const std::string& why) { let_go(c, how, why); },
+                  [&](std::unique_ptr<client> c, const std::string& how) { forget(std::move(c), how); });
+  std::fflush(stdout);
+  if (joined_ < opts_.clients && steady::now() > join_deadline_) {
     throw rdma::tutorial_error(std::to_string(joined_) + " of " + std::to_string(opts_.clients) +
                                    " clients came within --accept-ms " + std::to_string(opts_.peer.accept_ms),
                                "start every client, or give --clients the number you start");
@@ -333,7 +282,7 @@ int server::run() {
   auto busy_since = steady::now();
   for (std::uint64_t round = 1; joined_ < opts_.clients || !clients_.empty(); ++round) {
     std::size_t n = drain_cq();
-    refill_srq();
+    refill_.repost_if_due();
     return_credits();
     if (n > 0) busy_since = steady::now();
     // While completions flow, the CM channel and the async queue are
@@ -356,18 +305,18 @@ int server::run() {
   report();
   // Exit 1 says the run was not clean; this line says why (each client
   // dropped was named above, with what it did).
-  if (dropped_ != 0) throw rdma::clients_dropped(dropped_, joined_);
+  if (clients_.dropped() != 0) throw rdma::clients_dropped(clients_.dropped(), joined_);
   return 0;
 }
 
 void server::report() const {
   for (const std::string& line : parted_) std::printf("%s\n", line.c_str());
   std::printf("served %u client%s: %u finished, %u lost, %u dropped; %u turned away; %llu records in all\n", joined_,
-              joined_ == 1 ? "" : "s", finished_, lost_, dropped_, rejected_, static_cast<unsigned long long>(all_records_));
+              joined_ == 1 ? "" : "s", finished_, clients_.lost(), clients_.dropped(), rejected_, static_cast<unsigned long long>(all_records_));
   std::printf("pool: %u of %u chunks free again; SRQ limit events: %u; completion channel: %llu wake-ups, %llu empty\n",
-              pool_.free_count(), pool_.count(), limit_events_, static_cast<unsigned long long>(wake_ups_),
+              pool_.free_count(), pool_.count(), refill_.limit_events(), static_cast<unsigned long long>(wake_ups_),
               static_cast<unsigned long long>(empty_wake_ups_));
-  if (stray_ != 0) std::printf("completions of QPs already destroyed: %llu\n", static_cast<unsigned long long>(stray_));
+  if (clients_.stray() != 0) std::printf("completions of QPs already destroyed: %llu\n", static_cast<unsigned long long>(clients_.stray()));
   if (all_records_ > 0 && last_end_ > first_record_) {
     // Every client's records together, as ib_send_bw -q N prints its QPs'.
     std::printf("all clients, first record to last END:\n%s",

@@ -1,25 +1,34 @@
 // Stage 09 — a memory pool and the whole pipeline (docs/09-mempool.md).
 //
-// Reading order, as the chapter tells it:
+// Reading order, as the chapter tells it: stage 06's pieces (the SRQ, the
+// server's books, the credit stream), plus the pool, the memory windows and
+// the grants (C = ../common/, I = its include/rdma_tutorial/):
 //   pool.hpp/.cpp     memory registered at start-up, carved into chunks
 //   pool_cost.cpp     what that saves: stage 02's cost table, the pool beside it
 //   protocol.hpp/.cpp who sends what to whom; the hello and the grant
 //   grants.hpp/.cpp   the server's rules: slots, grants, what a completion may
 //                     claim, the credit edge, the sequence numbers (pure)
 //   mempool.cpp       main: --pool-cost, or either role
+//   I/srq_server.hpp  stage 06's books: a client on the SRQ (srq_client),
+//                     its departure (srq_clients), the refill, the events
 //   server.hpp        the server's state: the pool, the SRQ, the CQ on its
-//                     channel, the clients
+//                     channel, this stage's client
 //   server.cpp        the loop: sleep on the channel, take each completion,
 //                     check it before reading the slot, credits, the report
-//   clients.cpp       clients coming and going: a grant and a memory window
-//                     per client, and taking them back when it leaves or dies
+//   clients.cpp       a client's life in order: a grant and a memory window
+//                     when it joins, the bind that opens its credits, the
+//                     events about it, its departure and its chunk returned
+//   I/credit_stream.hpp  stage 06's client side of a credit word
 //   client.cpp        connect, stream records inside the credit edge, END,
 //                     disconnect
+//   C/src/cm_connect.cpp  stage 07's connect, retried while the server starts
+//   not the lesson:
 //   options.cpp       the command line
-//   hostile.cpp       not the lesson: the tests' client that breaks one of
-//                     the server's rules on purpose (--hostile)
-// What stages 06-08 taught comes from common/: the SRQ (srq.hpp), the
-// events of rdma_cm (cm_events.hpp), the record (record.hpp).
+//   hostile.cpp       the tests' client that breaks one of the server's
+//                     rules on purpose (--hostile)
+// What stages 06-08 taught comes from common/: the SRQ (srq.hpp), its
+// server's books (srq_server.hpp), the credit stream (credit_stream.hpp),
+// the events of rdma_cm (cm_events.hpp), the record (record.hpp).
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -13,7 +13,6 @@
 // clients join and go (finished, killed or misbehaving) without disturbing
 // the others. server.hpp holds the state both halves share.
 #include <arpa/inet.h>
-#include <endian.h>
 #include <sched.h>
 
 #include <array>
@@ -34,19 +33,19 @@ namespace stage06 {
 namespace waiting_policy = rdma::waiting_policy;
 
 void server::take(const ibv_wc& wc) {
-  client* c = by_qp(wc.qp_num);
-  if ((wc.wr_id & drain_tag) != 0) {
+  client* c = clients_.by_qp(wc.qp_num);
+  if (rdma::wr_tag(wc.wr_id) == rdma::drain_tag) {
     // Flushed behind everything its send queue held.
     if (c != nullptr && c->leaving) c->departure->marker_flushed();
     return;
   }
-  if ((wc.wr_id & credit_write_tag) != 0) {
+  if (rdma::wr_tag(wc.wr_id) == rdma::credit_tag) {
     if (c == nullptr || c->leaving) return;  // a departed client's: nothing to learn
     if (wc.status != IBV_WC_SUCCESS) {
       let_go(*c, c->finished ? parting::done : parting::lost, "a credit write failed: " + rdma::describe_wc(wc));
       return;
     }
-    c->credit_reaped = wc.wr_id & ~credit_write_tag;
+    c->credit_done(wc);
     // The last return after END has landed: the client has all it waits
     // for. It goes now, whether or not it ever closes its connection.
     if (c->finished && c->credit_reaped == c->credit_writes && c->ledger.returned() == c->ledger.consumed()) {
@@ -54,25 +53,14 @@ void server::take(const ibv_wc& wc) {
     }
     return;
   }
-  // A Recv of the SRQ was consumed, whoever's QP consumed it.
-  refill_.consumed();
-  if (c == nullptr) {
-    ++stray_;
-    return;
-  }
-  if (c->leaving) return;
-  if (wc.status != IBV_WC_SUCCESS) {
-    // A flush means its QP broke (it died); anything else, that it sent
-    // what we never take (a Send finds a Recv with no buffer: a length error).
-    let_go(*c, wc.status == IBV_WC_WR_FLUSH_ERR ? parting::lost : parting::dropped,
-           "completion failed: " + rdma::describe_wc(wc));
-    return;
-  }
+  // A Recv of the SRQ: counted for the refill, and a failed one lets its
+  // client go (rdma::srq_clients::recv_taken); a good one is a record.
+  c = clients_.recv_taken(wc, refill_, [&](client& who, parting how, const std::string& why) { let_go(who, how, why); });
+  if (c == nullptr) return;
   if (c->finished) {
     let_go(*c, parting::dropped, "wrote after its END");
     return;
   }
-  c->last_heard = steady::now();
   take_record(*c, wc);
 }
 
@@ -143,29 +131,14 @@ void server::take_record(client& c, const ibv_wc& wc) {
   c.ledger.on_consumed();
 }
 
-// The credit word: the count of records consumed, big-endian, as one
-// inline RDMA Write of 8 bytes (inline: the value is copied into the WQE
-// when posted, so the variable it came from may change at once).
+// The credit word: the count of records consumed, written into the
+// client's memory (rdma::srq_client::post_credit: 8 bytes, big-endian, one
+// inline RDMA Write). A count replaces the one before, so a return skipped
+// while the send queue is full is carried by the next.
 void server::return_credits() {
-  for (auto& c : clients_) {
-    if (c->leaving || !c->ledger.due()) continue;
-    if (c->credit_writes - c->credit_reaped >= send_queue - 1) continue;  // full: the next return carries this one
-    const std::uint64_t consumed = htobe64(c->ledger.take_return());
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(&consumed), sizeof consumed, 0};
-    ibv_send_wr wr{};
-    wr.wr_id = credit_write_tag | (c->credit_writes + 1);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_INLINE;
-    if ((c->credit_writes + 1) % signal_every == 0 || c->finished) wr.send_flags |= IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = c->peer.addr;
-    wr.wr.rdma.rkey = c->peer.rkey;
-    ibv_send_wr* bad = nullptr;
-    if (const int rc = ibv_post_send(c->qp.get(), &wr, &bad); rc != 0) {
-      throw rdma::verbs_error(rc, "ibv_post_send(credit write to client " + std::to_string(c->number) + ")");
-    }
-    ++c->credit_writes;
+  for (const auto& c : clients_.all()) {
+    if (c->leaving || !c->ledger.due() || !c->credit_room(1)) continue;
+    c->post_credit(c->ledger.take_return());
   }
 }
 
@@ -175,7 +148,7 @@ int server::run() {
   for (std::uint64_t loop = 1; joined_ < sizing_.clients || !clients_.empty(); ++loop) {
     const int n = rdma::check_poll(ibv_poll_cq(dev_.cq.get(), static_cast<int>(wcs.size()), wcs.data()));
     for (int i = 0; i < n; ++i) take(wcs[static_cast<std::size_t>(i)]);
-    if (n < static_cast<int>(wcs.size())) ++cq_empties_;  // fewer than asked: nothing was left
+    clients_.polled(n, wcs.size());  // fewer than asked: the CQ is empty
     refill_.repost_if_due();
     return_credits();
     // The async events are looked at every round while Recvs wait to be
@@ -198,9 +171,9 @@ int server::run() {
   // The last counts, unless the last line already has them.
   if (opts_.progress_ms != 0 && all_records_ != progress_printed_) print_progress(steady::now());
   const std::uint32_t armed = refill_.armed_limit();
-  std::printf("served %u client%s: %u finished, %u lost, %u dropped; %llu records in all\n", joined_, joined_ == 1 ? "" : "s", finished_, lost_,
-              dropped_, static_cast<unsigned long long>(all_records_));
-  if (stray_ != 0) std::printf("completions of QPs already destroyed: %llu\n", static_cast<unsigned long long>(stray_));
+  std::printf("served %u client%s: %u finished, %u lost, %u dropped; %llu records in all\n", joined_, joined_ == 1 ? "" : "s", finished_,
+              clients_.lost(), clients_.dropped(), static_cast<unsigned long long>(all_records_));
+  if (clients_.stray() != 0) std::printf("completions of QPs already destroyed: %llu\n", static_cast<unsigned long long>(clients_.stray()));
   std::printf("SRQ limit events: %u; the limit is %s\n", refill_.limit_events(),
               armed != 0 ? ("armed at " + std::to_string(armed)).c_str() : "not armed");
   if (all_records_ > 0 && last_end_ > first_record_) {
@@ -211,7 +184,7 @@ int server::run() {
   }
   // Exit 1 says the run was not clean; this line says why (each client
   // dropped was named above, with what it did).
-  if (dropped_ != 0) throw rdma::clients_dropped(dropped_, joined_);
+  if (clients_.dropped() != 0) throw rdma::clients_dropped(clients_.dropped(), joined_);
   return 0;
 }
 
@@ -228,7 +201,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   // (ibv_query_device): one line naming the limit, not the create's EINVAL.
   dev.limits.srq_depth(sizing.depth, opts.srq_depth ? "--srq-depth" : "--clients and --window");
   dev.limits.qps(opts.clients, "--clients");
-  dev.limits.queue_depth(send_queue, "credit writes in flight to each client");
+  dev.limits.queue_depth(rdma::credit_send_queue, "credit writes in flight to each client");
   server s(opts, dev, sizing);
   return s.run();
 }

@@ -6,6 +6,10 @@
 //   ports.cpp              the ports, numbered from 1
 //   port.cpp               ibv_query_port: state, MTU, link layer
 //   gid_table.cpp          the GID table and the entry later stages use
+//   common/src/gid.cpp     each entry as ibv_query_gid_ex reads it (GID, type,
+//                          netdev) and the rule that picks the one later
+//                          stages use (pick_default_gid: RoCE v2 over IPv4
+//                          first); kept in common/ because they all use it
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -1,15 +1,16 @@
 // Stage 06 — a shared receive queue and credits (docs/06-srq-credits.md).
 //
-// Reading order, as the chapter tells it (C = ../common/, I = its
-// include/rdma_tutorial/):
+// Reading order, as the chapter tells it:
 //   protocol.hpp       who sends what to whom; the record and its checks
 //   credits.hpp/.cpp   the arithmetic: SRQ depth against the windows, the
 //                      two credit ledgers
 //   srq_credits.cpp    main: the device, a PD and a CQ, then either role
-//   I/srq.hpp, C/src/srq.cpp  the SRQ: create, post Recvs in batches, arm
-//                      the limit, the async events; the order a QP leaves
-//                      it in (srq_qp_departure, last_wqe_notice)
-//   I/srq_server.hpp, C/src/srq_refill.cpp, C/src/srq_server.cpp
+//   common/include/rdma_tutorial/srq.hpp, common/src/srq.cpp
+//                      the SRQ: create, post Recvs in batches, arm the
+//                      limit, the async events; the order a QP leaves it
+//                      in (srq_qp_departure, last_wqe_notice)
+//   common/include/rdma_tutorial/srq_server.hpp, common/src/srq_refill.cpp,
+//   common/src/srq_server.cpp
 //                      a server's books for many clients on one SRQ: the
 //                      refill, a client's credit writes, the async events
 //                      sorted, a client let go (stage 09 reuses them)
@@ -18,14 +19,16 @@
 //                      completion, check it, repost, return credits
 //   clients.cpp        clients joining (a QP on the SRQ, a window registered
 //                      for it alone) and going: ERR, drain, destroy
-//   I/credit_stream.hpp, C/src/credit_stream.cpp, I/nap_wait.hpp
+//   common/include/rdma_tutorial/credit_stream.hpp, common/src/credit_stream.cpp,
+//   common/include/rdma_tutorial/nap_wait.hpp
 //                      the client's side of a credit word: reap, read the
 //                      word, how many may go, wait without spinning flat out
 //   client.cpp         stream records inside the window the server granted
-//   not the lesson:
+// Not the lesson:
 //   options.cpp        the command line
 //   progress.cpp       --progress-ms, the measurements' timeline
-//   I/waiting.hpp      the numbers the waits use, and why on Soft-RoCE
+//   common/include/rdma_tutorial/waiting.hpp  the numbers the waits use, and
+//                      why they suit Soft-RoCE
 // Stage 04's handshake comes from common/ (peer.hpp); stage 05's immediate
 // encoding too (imm.hpp).
 #pragma once

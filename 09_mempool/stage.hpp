@@ -2,15 +2,16 @@
 //
 // Reading order, as the chapter tells it: stage 06's pieces (the SRQ, the
 // server's books, the credit stream), plus the pool, the memory windows and
-// the grants (C = ../common/, I = its include/rdma_tutorial/):
+// the grants:
 //   pool.hpp/.cpp     memory registered at start-up, carved into chunks
 //   pool_cost.cpp     what that saves: stage 02's cost table, the pool beside it
 //   protocol.hpp/.cpp who sends what to whom; the hello and the grant
 //   grants.hpp/.cpp   the server's rules: slots, grants, what a completion may
 //                     claim, the credit edge, the sequence numbers (pure)
 //   mempool.cpp       main: --pool-cost, or either role
-//   I/srq_server.hpp  stage 06's books: a client on the SRQ (srq_client),
-//                     its departure (srq_clients), the refill, the events
+//   common/include/rdma_tutorial/srq_server.hpp
+//                     stage 06's books: a client on the SRQ (srq_client), its
+//                     departure (srq_clients), the refill, the events sorted
 //   server.hpp        the server's state: the pool, the SRQ, the CQ on its
 //                     channel, this stage's client
 //   server.cpp        the loop: sleep on the channel, take each completion,
@@ -18,11 +19,13 @@
 //   clients.cpp       a client's life in order: a grant and a memory window
 //                     when it joins, the bind that opens its credits, the
 //                     events about it, its departure and its chunk returned
-//   I/credit_stream.hpp  stage 06's client side of a credit word
+//   common/include/rdma_tutorial/credit_stream.hpp
+//                     stage 06's client side of a credit word
 //   client.cpp        connect, stream records inside the credit edge, END,
 //                     disconnect
-//   C/src/cm_connect.cpp  stage 07's connect, retried while the server starts
-//   not the lesson:
+//   common/src/cm_connect.cpp  stage 07's connect, retried while the server
+//                     starts
+// Not the lesson:
 //   options.cpp       the command line
 //   hostile.cpp       the tests' client that breaks one of the server's
 //                     rules on purpose (--hostile)

@@ -70,15 +70,10 @@ void server::on_async_event(const ibv_async_event& e) {
       refill_.on_limit_event();
       return;
     case rdma::srq_server_event::last_wqe:
-      // A QP on an SRQ, in ERR, will take no more Recvs from it, and the
-      // ones it took have completed (flushed): once the CQ has been polled
-      // empty after this, it may be destroyed (let_go says why in that
-      // order). Only marked here: ibv_destroy_qp waits for its QP's events
-      // to be acked. In ERR without our asking: a completion that failed
-      // (posted before this event, but on another descriptor, which may be
-      // read after this one) or a fatal error. Judged once the CQ has been
-      // polled empty after it (rdma::last_wqe_notice): the completion, if
-      // any, names the cause; if none, the client goes as lost.
+      // A QP in ERR takes no more Recvs from the SRQ, and those it took
+      // have completed, flushed. Only noted here (ibv_destroy_qp waits for
+      // its QP's events to be acked); asked for or not, srq.hpp's
+      // srq_qp_departure and last_wqe_notice say what it decides.
       clients_.last_wqe_event(e.element.qp->qp_num);
       return;
     case rdma::srq_server_event::client_broke:
@@ -101,20 +96,12 @@ void server::on_async_event(const ibv_async_event& e) {
 }
 
 // A client that must go: its QP to ERR (flushes its sends; no more of its
-// writes are accepted), its state kept until the QP is done with the SRQ
-// and the CQ is done with the QP. The InfiniBand specification's order
-// (rdma::srq_qp_departure, common/include/rdma_tutorial/srq.hpp):
-//   1. IBV_EVENT_QP_LAST_WQE_REACHED: the QP takes no more Recvs from the
-//      SRQ, and those it held have completed, flushed;
-//   2. the CQ polled empty after that: those completions are counted, so
-//      their Recvs are reposted (a QP destroyed before loses them: on a NIC
-//      the SRQ would shrink with every client that leaves);
-//   3. a marker WR, posted after the move to ERR, back flushed
-//      (IBV_WC_WR_FLUSH_ERR) behind everything the send queue held.
-// Soft-RoCE on Linux 6.1 never sends the event (6.12 does): there the QP
-// goes once its marker is back and the event has had its
-// rdma::last_wqe_wait. Bounded by --wait-ms on any device. The marker and
-// the books: rdma::srq_clients::leave (common/src/srq_server.cpp).
+// writes are accepted), then a marker WR and the departure
+// (rdma::srq_clients::leave). Its state is kept until the QP is done with
+// the SRQ and the CQ with the QP, in the order the InfiniBand specification
+// asks for (srq.hpp): the last WQE event, the CQ polled empty after it, the
+// marker back flushed. Destroyed earlier, the QP would take the Recvs it
+// held with it, and the SRQ would be that much shorter for good.
 void server::let_go(client& c, parting how, const std::string& why) {
   if (c.leaving) return;
   ibv_qp_attr attr{};

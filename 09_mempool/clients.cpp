@@ -221,14 +221,9 @@ void server::on_async_event(const ibv_async_event& e) {
     case rdma::srq_server_event::shared_failed:
       rdma::throw_shared_failure(e.event_type);  // every client's completions or Recvs are gone with it
     case rdma::srq_server_event::last_wqe:
-      // In ERR, the QP takes no more Recvs from the SRQ and those it held
-      // have completed: it is destroyed once the CQ has been polled empty
-      // after this (stage 06's order, let_go below). Unasked, the QP broke
-      // on its own: the completion that says how (a write our device
-      // refused) was posted before this event, but the CQ's channel and
-      // this queue are two descriptors, and this one may be read first
-      // (measured on Soft-RoCE, Linux 6.12, 1 run in 3). So it is judged
-      // once the CQ has been polled empty after it (rdma::last_wqe_notice).
+      // Stage 06's: asked for (let_go) or not (the QP broke on its own,
+      // and the completion that says how may be read after this, measured
+      // on Soft-RoCE, Linux 6.12, 1 run in 3), srq.hpp says what it decides.
       clients_.last_wqe_event(e.element.qp->qp_num);
       return;
     case rdma::srq_server_event::ignored:

@@ -13,20 +13,6 @@
 
 namespace stage04 {
 
-namespace {
-
-// Posts one work request and waits for its completion; a failed status is
-// thrown with its name, vendor_err and likely cause (check_wc).
-void post_and_wait(const rdma::rdma_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_ms, const std::string& what) {
-  ibv_send_wr* bad = nullptr;
-  rdma::check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send(" + what + ")");
-  const ibv_wc wc = rdma::poll_one(dev.cq.get(), wait_ms, what);
-  std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
-  rdma::check_wc(wc);
-}
-
-}  // namespace
-
 int run_client(const options& opts, const rdma::rdma_device& dev) {
   // What we write from: the payload, then the 8-byte notice. Nothing here
   // is for the server to touch: no remote flag (local reads need none).
@@ -48,7 +34,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
                                "write at most " + std::to_string(peer.length - std::min<std::uint32_t>(peer.length, 8)) +
                                    " bytes, or start the server with a larger --size");
   }
-  connect_and_say(dev, qp.get(), ours, peer);
+  std::printf("%s\n", rdma::connect_and_describe(qp.get(), ours, peer, dev.params).c_str());
 
   ibv_sge sge{reinterpret_cast<std::uintptr_t>(payload.data()), opts.size, source.lkey()};
   std::uint32_t writes = 1;
@@ -65,7 +51,12 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
     wr.wr.rdma.rkey = peer.rkey;
     std::printf("RDMA Write: %u bytes to 0x%llx, rkey 0x%x\n", opts.size,
                 static_cast<unsigned long long>(peer.addr), peer.rkey);
-    post_and_wait(dev, qp.get(), wr, opts.peer.wait_ms, "the RDMA Write");
+    // Post it, wait for its completion (common/src/completion.cpp), show
+    // it, and only then judge its status: a failure is thrown with its
+    // name, vendor_err and likely cause (check_wc).
+    const ibv_wc wc = rdma::post_and_wait(qp.get(), dev.cq.get(), wr, opts.peer.wait_ms, "the RDMA Write");
+    std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
+    rdma::check_wc(wc);
   } else {
     writes = *opts.iters;
     write_stream(qp.get(), dev.cq.get(), sge, peer, opts);
@@ -95,7 +86,9 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
     wr.wr.rdma.rkey = peer.rkey;
     std::printf("notice by RDMA Write to the flag word: %u bytes, %u write(s)\n", opts.size, writes);
   }
-  post_and_wait(dev, qp.get(), wr, opts.peer.wait_ms, "the notice");
+  const ibv_wc wc = rdma::post_and_wait(qp.get(), dev.cq.get(), wr, opts.peer.wait_ms, "the notice");
+  std::printf("  completion: %s\n", rdma::describe_wc(wc).c_str());
+  rdma::check_wc(wc);
   std::printf("wrote \"%.*s\", fnv1a 0x%08x\n", static_cast<int>(std::min<std::size_t>(opts.size, payload_text.size())),
               payload.data(), fnv1a(payload));
   // Leaving closes the connection: the server's sign that we are done.

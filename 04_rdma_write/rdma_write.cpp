@@ -32,12 +32,6 @@ rdma::qp_ptr create_qp(const rdma::rdma_device& dev, std::uint32_t tx_depth) {
   return rdma::create_rc_qp(dev.pd.get(), dev.cq.get(), dev.cq.get(), cap, "our QP");
 }
 
-void connect_and_say(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::wire::endpoint& ours,
-                     const rdma::wire::endpoint& peer) {
-  rdma::connect_to_peer(qp, ours, peer, dev.params);
-  std::printf("QP 0x%x: RESET -> INIT -> RTR -> RTS (sq_psn 0x%x, rq_psn 0x%x)\n", qp->qp_num, ours.psn, peer.psn);
-}
-
 }  // namespace stage04
 
 int main(int argc, char** argv) {

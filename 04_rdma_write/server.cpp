@@ -96,7 +96,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   // Ready before we answer: once the client has our endpoint it may write
   // at once, and a QP not yet in RTR would drop those packets.
   rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
-  connect_and_say(dev, qp.get(), ours, peer);
+  std::printf("%s\n", rdma::connect_and_describe(qp.get(), ours, peer, dev.params).c_str());
   if (opts.notify == notify_by::send) {
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(notice_buf.data()), notice_size, notice_buf.lkey()};
     ibv_recv_wr wr{};

@@ -7,9 +7,11 @@
 //   common/src/wire.cpp           the handshake message, byte by byte
 //   common/src/tcp.cpp            the sockets that carry it, every wait bounded
 //   common/src/peer.cpp           the device as stages 01-03 open it, the TCP meeting,
-//                                 our endpoint, the walk to RTS
+//                                 our endpoint, the walk to RTS and the line that says so
 //   server.cpp                    expose a landing region, hand out its rkey, get told
 //   client.cpp                    one RDMA Write, then the notice
+//   common/src/completion.cpp     post_and_wait: one request posted, its completion
+//                                 waited for
 //   throughput.cpp                many writes, filled in for the window of
 //   common/src/send_window.cpp    a window, selective signaling, batched posts and polls
 //   options.cpp                   the command line
@@ -74,9 +76,6 @@ bool parse_options(int argc, const char* const* argv, options& out);
 // destroyed in reverse, so the QP goes first and no packet can reach memory
 // already released.
 rdma::qp_ptr create_qp(const rdma::rdma_device& dev, std::uint32_t tx_depth);
-// RESET -> INIT -> RTR -> RTS toward `peer`, with one line saying so.
-void connect_and_say(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::wire::endpoint& ours,
-                     const rdma::wire::endpoint& peer);
 
 // server.cpp, client.cpp: each side's story; the exit code.
 int run_server(const options& opts, const rdma::rdma_device& dev);

@@ -93,7 +93,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev) {
                                    std::to_string(std::uint64_t{opts.slots} * opts.size),
                                "give both sides the same --slots and --size");
   }
-  connect_and_say(qp.get(), ours, peer, dev.params);
+  std::printf("%s\n", rdma::connect_and_describe(qp.get(), ours, peer, dev.params, true).c_str());  // with the retry counts
   if (opts.latency) post_receives(qp.get(), opts.rx_depth);
 
   std::uint64_t wr_id = 1;

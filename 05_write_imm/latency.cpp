@@ -78,12 +78,9 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
     // send to complete; an answer polled meanwhile is this round's.
     bool answered = false;
     ibv_wc wc{};
-    if (!room.fits()) {
-      rdma::wait_while_connected(server, "the server", "room in our send queue", opts.peer.wait_ms, [&] {
-        while (!room.fits() && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) answered = reap(wc) || answered;
-        return room.fits();
-      });
-    }
+    rdma::wait_for_room(room, 1, server, "the server", opts.peer.wait_ms, [&] {
+      while (!room.fits() && rdma::check_poll(ibv_poll_cq(dev.cq.get(), 1, &wc)) == 1) answered = reap(wc) || answered;
+    });
     if (answered) throw rdma::tutorial_error("an answer before our ping " + std::to_string(n) + ": " + rdma::describe_wc(wc));
     post_ping(qp, source.data(), opts.size, source.lkey(), peer, room);
     rdma::wait_while_connected(server, "the server", "an answer", opts.peer.wait_ms, [&] {
@@ -107,20 +104,17 @@ void ping_pong(const rdma::rdma_device& dev, ibv_qp* qp, const rdma::registered_
 }
 
 void answer(const target& t, std::uint32_t slot, std::uint32_t bytes) {
-  if (!t.answers->fits()) {
-    // The client's pings wait for our answers, so only our own completions
-    // can be late: poll for them (a Recv polled meanwhile would be a ping
-    // the client sent without waiting, which its protocol never does).
-    rdma::wait_while_connected(t.client, "the client", "room in our send queue", t.opts.peer.wait_ms, [&] {
-      ibv_wc wc{};
-      while (!t.answers->fits() && rdma::check_poll(ibv_poll_cq(t.dev.cq.get(), 1, &wc)) == 1) {
-        rdma::check_wc(wc);
-        if ((wc.wr_id & pong_tag) == 0) throw rdma::tutorial_error("a ping before our answer: " + rdma::describe_wc(wc));
-        t.answers->completed(wc.wr_id & ~pong_tag);
-      }
-      return t.answers->fits();
-    });
-  }
+  // The client's pings wait for our answers, so only our own completions
+  // can be late: poll for them (a Recv polled meanwhile would be a ping
+  // the client sent without waiting, which its protocol never does).
+  rdma::wait_for_room(*t.answers, 1, t.client, "the client", t.opts.peer.wait_ms, [&] {
+    ibv_wc wc{};
+    while (!t.answers->fits() && rdma::check_poll(ibv_poll_cq(t.dev.cq.get(), 1, &wc)) == 1) {
+      rdma::check_wc(wc);
+      if ((wc.wr_id & pong_tag) == 0) throw rdma::tutorial_error("a ping before our answer: " + rdma::describe_wc(wc));
+      t.answers->completed(wc.wr_id & ~pong_tag);
+    }
+  });
   post_ping(t.qp, t.landing.data() + std::size_t{slot} * t.opts.size, bytes, t.landing.lkey(), t.peer, *t.answers);
 }
 

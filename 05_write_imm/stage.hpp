@@ -12,7 +12,11 @@
 //   common/src/latency_report.cpp percentiles, perftest's way of printing them
 //   options.cpp                   the command line
 // Stage 04's handshake and send window come from common/ (peer.hpp,
-// send_window.hpp), stage 03's QP walk through them.
+// send_window.hpp), stage 03's QP walk through them: common/src/peer.cpp's
+// connect_and_describe walks the QP to RTS and gives the line the server
+// and the client print (with the retry counts, this stage's lesson), and
+// wait_for_room (common/include/rdma_tutorial/peer.hpp) holds latency.cpp's
+// posts until the send queue has room.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -51,9 +55,6 @@ bool parse_options(int argc, const char* const* argv, options& out);
 // write_imm.cpp: an RC QP with room for tx_depth sends and rx_depth Recvs,
 // created after the buffers it uses (destroyed before them).
 rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const options& opts);
-// RESET -> INIT -> RTR -> RTS toward `peer`, with one line saying so.
-void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
-                     const rdma::qp_params& params);
 int run_server(const options& opts, const rdma::rdma_device& dev);
 int run_client(const options& opts, const rdma::rdma_device& dev);
 

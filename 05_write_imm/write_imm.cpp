@@ -31,13 +31,6 @@ rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const options& opts) {
   return rdma::create_rc_qp(dev.pd.get(), dev.cq.get(), dev.cq.get(), cap, "our QP");
 }
 
-void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
-                     const rdma::qp_params& params) {
-  rdma::connect_to_peer(qp, ours, peer, params);
-  std::printf("QP 0x%x: RESET -> INIT -> RTR -> RTS (sq_psn 0x%x, rq_psn 0x%x, retry_cnt %u, rnr_retry %u)\n",
-              qp->qp_num, ours.psn, peer.psn, params.retry_cnt, params.rnr_retry);
-}
-
 }  // namespace stage05
 
 int main(int argc, char** argv) {

@@ -7,14 +7,6 @@
 
 namespace stage06 {
 
-namespace {
-
-std::uint32_t number(std::string_view v, const char* name, long min, long max) {
-  return static_cast<std::uint32_t>(rdma::parse_integer(v, name, min, max));
-}
-
-}  // namespace
-
 bool parse_options(int argc, const char* const* argv, options& out) {
   rdma::option_parser parser("srq_credits",
                              "Without -s: the server, one shared receive queue for --clients clients. With -s ADDR: a "
@@ -23,28 +15,28 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add_peer_options(out.peer);
   parser.add_ack_timeout(out.ack_timeout);
   parser.add(0, "size", "BYTES", "bytes per record, the same on both sides (default 64, at least 16)",
-             [&](std::string_view v) { out.size = number(v, "--size", min_record, 1 << 20); });
+             [&](std::string_view v) { out.size = rdma::parse_u32(v, "--size", min_record, 1 << 20); });
   parser.add(0, "clients", "N", "server: clients to serve, one QP each on the SRQ (default 4)",
-             [&](std::string_view v) { out.clients = number(v, "--clients", 1, 64); });
+             [&](std::string_view v) { out.clients = rdma::parse_u32(v, "--clients", 1, 64); });
   parser.add(0, "window", "N", "server: writes in flight per client, its credits (default 16)",
-             [&](std::string_view v) { out.window = number(v, "--window", 1, max_window); });
+             [&](std::string_view v) { out.window = rdma::parse_u32(v, "--window", 1, max_window); });
   parser.add(0, "srq-depth", "N", "server: Recvs in the SRQ (default 2 x (clients x window + repost batch))",
-             [&](std::string_view v) { out.srq_depth = number(v, "--srq-depth", 1, 65536); });
+             [&](std::string_view v) { out.srq_depth = rdma::parse_u32(v, "--srq-depth", 1, 65536); });
   parser.add(0, "srq-limit", "N", "server: the SRQ limit, an event when fewer are posted; 0: not armed (default depth / 4)",
-             [&](std::string_view v) { out.srq_limit = number(v, "--srq-limit", 0, 65535); });
+             [&](std::string_view v) { out.srq_limit = rdma::parse_u32(v, "--srq-limit", 0, 65535); });
   parser.add(0, "repost-batch", "N", "server: consumed Recvs reposted together (default 16)",
-             [&](std::string_view v) { out.repost_batch = number(v, "--repost-batch", 1, 65536); });
+             [&](std::string_view v) { out.repost_batch = rdma::parse_u32(v, "--repost-batch", 1, 65536); });
   parser.add(0, "credit-batch", "N", "server: records consumed per credit return (default window / 2)",
-             [&](std::string_view v) { out.credit_batch = number(v, "--credit-batch", 1, 1024); });
+             [&](std::string_view v) { out.credit_batch = rdma::parse_u32(v, "--credit-batch", 1, 1024); });
   parser.add(0, "plan", "", "server: print the SRQ arithmetic for these options, and exit",
              [&](std::string_view) { out.plan = true; });
   parser.add(0, "progress-ms", "MS", "server: every MS from the first record, a line 'progress T ms: CLIENT:RECORDS ...' (default 0: none)",
-             [&](std::string_view v) { out.progress_ms = number(v, "--progress-ms", 1, 3600000); });
+             [&](std::string_view v) { out.progress_ms = rdma::parse_u32(v, "--progress-ms", 1, 3600000); });
   parser.add(0, "records", "N", "client: records to send before END (default 1000)",
-             [&](std::string_view v) { out.records = number(v, "--records", 0, 16000000); });
+             [&](std::string_view v) { out.records = rdma::parse_u32(v, "--records", 0, 16000000); });
   parser.add(0, "rnr-retry", "N", "client: retries after a 'receiver not ready' NAK, 0-7 (default 0: with credits "
                                   "an RNR NAK is a bug, so the first one fails)",
-             [&](std::string_view v) { out.rnr_retry = static_cast<std::uint8_t>(number(v, "--rnr-retry", 0, 7)); });
+             [&](std::string_view v) { out.rnr_retry = static_cast<std::uint8_t>(rdma::parse_integer(v, "--rnr-retry", 0, 7)); });
   if (!parser.parse(argc, argv)) return false;
 
   parser.check_roles(out.peer, {"records", "rnr-retry"});

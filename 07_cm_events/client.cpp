@@ -22,17 +22,16 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// Posts one work request and waits for its completion. A failed status is
+// Posts one work request and waits for its completion (stage 04's
+// rdma::post_and_wait, common/src/completion.cpp). A failed status is
 // thrown with how long the device tried: for a dead peer, that is the
 // detection time (retry_count resends, each after the ACK timeout).
-void post_and_wait(const on_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_ms, const std::string& what,
+void post_and_time(const on_device& dev, ibv_qp* qp, ibv_send_wr& wr, int wait_ms, const std::string& what,
                    bool say) {
-  ibv_send_wr* bad = nullptr;
   const auto posted = clock::now();
-  rdma::check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send(" + what + ")");
   ibv_wc wc{};
   try {
-    wc = rdma::poll_one(dev.cq.get(), wait_ms, what);
+    wc = rdma::post_and_wait(qp, dev.cq.get(), wr, wait_ms, what);
   } catch (const rdma::tutorial_error& e) {
     // On iWARP no ACK timeout ends a wait: TCP retransmits (net.ipv4.
     // tcp_retries2, about 15 minutes by default), and Soft-iWARP now and
@@ -132,7 +131,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
     wr.wr.rdma.remote_addr = peer.addr;
     wr.wr.rdma.rkey = peer.rkey;
     if (say) std::printf("RDMA Write: %u bytes to 0x%llx\n", opts.size, static_cast<unsigned long long>(peer.addr));
-    post_and_wait(dev, id->qp, wr, opts.peer.wait_ms, "the RDMA Write", say);
+    post_and_time(dev, id->qp, wr, opts.peer.wait_ms, "the RDMA Write", say);
 
     // An RDMA Read: the server's QP answers it without its CPU, using one
     // of the responder resources it granted in rdma_accept.
@@ -149,7 +148,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
       }
       std::printf("\n");
     }
-    post_and_wait(dev, id->qp, wr, opts.peer.wait_ms, "the RDMA Read", say);
+    post_and_time(dev, id->qp, wr, opts.peer.wait_ms, "the RDMA Read", say);
     if (say) std::fflush(stdout);  // a long run (--iters) shows its first round at once
     if (std::memcmp(copy.data(), payload.data(), opts.size) != 0) {
       throw rdma::tutorial_error("round " + std::to_string(round + 1) + ": what we read back differs from what we wrote");
@@ -171,7 +170,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
   std::printf("notice by Send: %u bytes, fnv1a 0x%08x\n", opts.size, sum);
-  post_and_wait(dev, id->qp, wr, opts.peer.wait_ms, "the notice", true);
+  post_and_time(dev, id->qp, wr, opts.peer.wait_ms, "the notice", true);
 
   // Leaving, the rdma_cm way: a disconnect request both sides see as an event.
   rdma::check_errno(rdma_disconnect(id.get()), "rdma_disconnect");

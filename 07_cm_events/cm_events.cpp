@@ -17,6 +17,7 @@
 
 #include <cstdio>
 
+#include "rdma_tutorial/cm_qp.hpp"
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/main.hpp"
 #include "rdma_tutorial/qp.hpp"
@@ -41,24 +42,19 @@ on_device open_on(rdma_cm_id* id, int cq_entries, const options& opts) {
   } else {
     limits.reads_served(opts.responder_resources, "--responder-resources");
   }
-  on_device dev;
-  dev.pd.reset(rdma::check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
-  dev.cq.reset(rdma::check_ptr(ibv_create_cq(id->verbs, cq_entries, nullptr, nullptr, 0), "ibv_create_cq"));
-  return dev;
+  // Its PD and CQ (common/src/cm_qp.cpp).
+  return rdma::cm::open_on(id, cq_entries);
 }
 
 rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev, std::uint32_t send_wr) {
-  ibv_qp_init_attr attr{};
-  attr.send_cq = dev.cq.get();
-  attr.recv_cq = dev.cq.get();
-  attr.qp_type = IBV_QPT_RC;
-  attr.cap.max_send_wr = send_wr;
-  attr.cap.max_recv_wr = 1;  // the server's one Recv for the notice
-  attr.cap.max_send_sge = 1;
-  attr.cap.max_recv_sge = 1;
-  attr.cap.max_inline_data = notice_size;
-  rdma::check_errno(rdma_create_qp(id, dev.pd.get(), &attr), "rdma_create_qp");
-  return rdma::cm_qp_ptr(id);
+  ibv_qp_cap cap{};
+  cap.max_send_wr = send_wr;
+  cap.max_recv_wr = 1;  // the server's one Recv for the notice
+  cap.max_send_sge = 1;
+  cap.max_recv_sge = 1;
+  cap.max_inline_data = notice_size;
+  // rdma_create_qp on the id, on dev's PD and CQ (common/src/cm_qp.cpp).
+  return rdma::cm::create_qp(id, dev, cap);
 }
 
 std::string describe_qp(ibv_qp* qp) {

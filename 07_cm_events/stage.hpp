@@ -4,10 +4,14 @@
 //   protocol.hpp     stage 04's story with the TCP side channel gone: who
 //                    sends what, in which CM message, which event it raises
 //   cm_events.cpp    main; the device rdma_cm chose, and our QP on an id
+//   ../common/src/cm_qp.cpp
+//                    the PD, the CQ and rdma_create_qp on that device
 //   ../common/src/cm_events.cpp
 //                    how a step ends: an event, copied, acked, judged
 //   client.cpp       resolve the address and the route, connect, write,
-//                    read back, tell, disconnect
+//                    read back, tell, disconnect (each request posted and
+//                    waited for by stage 04's post_and_wait,
+//                    ../common/src/completion.cpp)
 //   server.cpp       listen, accept on the request's own id, wait for the
 //                    notice and the disconnect
 //   protocol.cpp     the private data, byte by byte
@@ -30,6 +34,7 @@
 
 #include "protocol.hpp"
 #include "rdma_tutorial/cm_events.hpp"
+#include "rdma_tutorial/cm_qp.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/options.hpp"
@@ -54,20 +59,17 @@ struct options {
 bool parse_options(int argc, const char* const* argv, options& out);
 
 // cm_events.cpp. What we create on the device rdma_cm chose for an id
-// (id->verbs; librdmacm owns that context, we never close it). Members in
-// teardown order.
-struct on_device {
-  rdma::pd_ptr pd;
-  rdma::cq_ptr cq;
-};
+// (id->verbs; librdmacm owns that context, we never close it): a PD and a
+// CQ (common/include/rdma_tutorial/cm_qp.hpp).
+using rdma::cm::on_device;
 // The RDMA Reads this side asks for (the client's --initiator-depth, the
 // server's --responder-resources) are checked against the device's
 // limits first: past them rdma_connect or rdma_accept would fail with a
 // bare EINVAL.
 on_device open_on(rdma_cm_id* id, int cq_entries, const options& opts);
-// rdma_create_qp: an RC QP on the id, on dev's PD and CQ, with room for
-// `send_wr` sends and one receive. rdma_cm walks it to INIT at once and on
-// to RTR and RTS while the connection is made.
+// rdma_create_qp (rdma::cm::create_qp): an RC QP on the id, on dev's PD
+// and CQ, with room for `send_wr` sends and one receive. rdma_cm walks it
+// to INIT at once and on to RTR and RTS while the connection is made.
 rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev, std::uint32_t send_wr);
 // What rdma_cm set on the QP, from ibv_query_qp: "QP 0x11 as rdma_cm left
 // it: RTS, timeout 19 (2147 ms), retry_cnt 3, rnr_retry 3, max_rd_atomic 1,

@@ -11,14 +11,6 @@
 
 namespace stage09 {
 
-namespace {
-
-std::uint32_t number(std::string_view v, const char* name, long min, long max) {
-  return static_cast<std::uint32_t>(rdma::parse_integer(v, name, min, max));
-}
-
-}  // namespace
-
 std::uint32_t options::chunk_bytes() const {
   const std::uint64_t need = std::uint64_t{window} * record_size;
   return chunk_size.value_or(static_cast<std::uint32_t>((need + rdma::page_size - 1) / rdma::page_size * rdma::page_size));
@@ -32,37 +24,37 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add_peer_options(out.peer, rdma::option_parser::peer_channel::rdma_cm);
   parser.add_ack_timeout(out.ack_timeout);
   parser.add(0, "record-size", "BYTES", "bytes per record, the same on both sides (default 64, at least 16)",
-             [&](std::string_view v) { out.record_size = number(v, "--record-size", rdma::min_record, max_record); });
+             [&](std::string_view v) { out.record_size = rdma::parse_u32(v, "--record-size", rdma::min_record, max_record); });
   parser.add(0, "clients", "N", "server: clients to serve before it exits (default 4)",
-             [&](std::string_view v) { out.clients = number(v, "--clients", 1, 256); });
+             [&](std::string_view v) { out.clients = rdma::parse_u32(v, "--clients", 1, 256); });
   parser.add(0, "window", "N", "server: slots granted to each client, its credits (default 16)",
-             [&](std::string_view v) { out.window = number(v, "--window", 1, max_window); });
+             [&](std::string_view v) { out.window = rdma::parse_u32(v, "--window", 1, max_window); });
   parser.add(0, "chunk-size", "BYTES", "server: bytes per pool chunk, a multiple of the page size (default: window x "
                                        "record size, in whole pages)",
              [&](std::string_view v) {
-               out.chunk_size = number(v, "--chunk-size", static_cast<long>(rdma::page_size), max_chunk);
+               out.chunk_size = rdma::parse_u32(v, "--chunk-size", static_cast<long>(rdma::page_size), max_chunk);
                if (*out.chunk_size % rdma::page_size != 0) {
                  throw rdma::usage_error("--chunk-size must be a multiple of the page size, " +
                                          std::to_string(rdma::page_size) + " bytes, got " + std::string(v));
                }
              });
   parser.add(0, "pool-chunks", "N", "server: chunks in the pool, clients served at once (default: --clients)",
-             [&](std::string_view v) { out.pool_chunks = number(v, "--pool-chunks", 1, 4096); });
+             [&](std::string_view v) { out.pool_chunks = rdma::parse_u32(v, "--pool-chunks", 1, 4096); });
   parser.add(0, "credit-batch", "N", "server: records consumed per credit return (default window / 2)",
-             [&](std::string_view v) { out.credit_batch = number(v, "--credit-batch", 1, 1024); });
+             [&](std::string_view v) { out.credit_batch = rdma::parse_u32(v, "--credit-batch", 1, 1024); });
   parser.add(0, "spin-us", "US", "server: spin this long on an empty CQ before sleeping on the channel (default 0: "
                                  "sleep at once)",
-             [&](std::string_view v) { out.spin_us = number(v, "--spin-us", 0, 1000000); });
+             [&](std::string_view v) { out.spin_us = rdma::parse_u32(v, "--spin-us", 0, 1000000); });
   parser.add(0, "pool-cost", "", "print ibv_reg_mr + ibv_dereg_mr against the pool, 4 KiB to 4 MiB, and exit",
              [&](std::string_view) { out.pool_cost = true; });
   parser.add(0, "cost-runs", "N", "--pool-cost: runs per size, the median is printed (default 5)",
-             [&](std::string_view v) { out.cost_runs = static_cast<int>(number(v, "--cost-runs", 1, 1000)); });
+             [&](std::string_view v) { out.cost_runs = static_cast<int>(rdma::parse_integer(v, "--cost-runs", 1, 1000)); });
   parser.add(0, "records", "N", "client: records to send before END (default 1000)",
-             [&](std::string_view v) { out.records = number(v, "--records", 0, 16000000); });
+             [&](std::string_view v) { out.records = rdma::parse_u32(v, "--records", 0, 16000000); });
   parser.add(0, "latency", "", "client: one record at a time, each timed until its credit returns",
              [&](std::string_view) { out.latency = true; });
   parser.add(0, "resolve-ms", "MS", "client: timeout of address and route resolution (default 2000)",
-             [&](std::string_view v) { out.resolve_ms = static_cast<int>(number(v, "--resolve-ms", 1, 600000)); });
+             [&](std::string_view v) { out.resolve_ms = static_cast<int>(rdma::parse_integer(v, "--resolve-ms", 1, 600000)); });
   parser.add(0, "hostile", "KIND", "client: break one of the server's rules on purpose: on record 0 "
                                    "slot-out-of-range, slot-not-granted, oversized, outside-grant or past-window; "
                                    "or ignore-credits (write past the credit edge), or silent (write nothing after "

@@ -40,7 +40,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev) {
   // before it tries again (min_rnr_timer, set at RTR): 12 is 0.64 ms.
   rdma::qp_params params = dev.params;
   params.min_rnr_timer = 12;
-  connect_and_say(qp.get(), ours, peer, params);
+  std::printf("%s\n", rdma::connect_and_describe(qp.get(), ours, peer, params, true).c_str());  // with the retry counts
   // A Write with Immediate is a write: it needs no Recv.  // TODO
   std::printf("posted %u Recvs\n", 0u);  // TODO
   ours.addr = reinterpret_cast<std::uintptr_t>(landing.data());

@@ -125,6 +125,12 @@ ibv_wc poll_one(ibv_cq* cq, int wait_ms, std::string_view waiting_for) {
   return wc;
 }
 
+ibv_wc post_and_wait(ibv_qp* qp, ibv_cq* cq, ibv_send_wr& wr, int wait_ms, const std::string& what) {
+  ibv_send_wr* bad = nullptr;
+  check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send(" + what + ")");
+  return poll_one(cq, wait_ms, what);
+}
+
 completion_error::completion_error(const ibv_wc& wc)
     : tutorial_error("completion failed: " + describe_wc(wc), wc_status_hint(wc.status)), status_(wc.status) {}
 

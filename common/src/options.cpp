@@ -21,6 +21,10 @@ long parse_integer(std::string_view text, std::string_view option, long min, lon
   return value;
 }
 
+std::uint32_t parse_u32(std::string_view text, std::string_view option, long min, long max) {
+  return static_cast<std::uint32_t>(parse_integer(text, option, min, max));
+}
+
 option_parser::option_parser(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {}
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <random>
 
@@ -71,6 +72,20 @@ void connect_to_peer(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoin
   qp_params agreed = params;
   agreed.path_mtu = agree_path_mtu(params.path_mtu, std::min(ours.mtu, peer.mtu));
   connect_qp_rts(qp, "our QP", ours.psn, peer_info{peer.qp_num, peer.psn, peer.gid}, agreed);
+}
+
+std::string connect_and_describe(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer,
+                                 const qp_params& params, bool with_retries) {
+  connect_to_peer(qp, ours, peer, params);
+  char line[160];
+  std::snprintf(line, sizeof line, "QP 0x%x: RESET -> INIT -> RTR -> RTS (sq_psn 0x%x, rq_psn 0x%x", qp->qp_num, ours.psn,
+                peer.psn);
+  std::string text = line;
+  if (with_retries) {
+    std::snprintf(line, sizeof line, ", retry_cnt %u, rnr_retry %u", params.retry_cnt, params.rnr_retry);
+    text += line;
+  }
+  return text + ")";
 }
 
 peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms) {

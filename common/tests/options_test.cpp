@@ -102,3 +102,12 @@ TEST_CASE("parse_integer should reject trailing junk and out-of-range values") {
   CHECK_THROWS_AS(rdma::parse_integer("", "--x", 0, 100), rdma::usage_error);
   CHECK_THROWS_AS(rdma::parse_integer("-1", "--x", 0, 100), rdma::usage_error);
 }
+
+TEST_CASE("parse_u32 should take a value in range and refuse others with parse_integer's message") {
+  CHECK(rdma::parse_u32("4096", "--size", 1, 1 << 24) == 4096u);
+  CHECK(rdma::parse_u32("4294967295", "--x", 0, 4294967295L) == 4294967295u);
+  CHECK_THROWS_WITH_AS(rdma::parse_u32("0", "--size", 1, 1 << 24), "--size must be between 1 and 16777216, got 0",
+                       rdma::usage_error);
+  CHECK_THROWS_WITH_AS(rdma::parse_u32("4k", "--window", 1, 64), "--window expects a number, got '4k'",
+                       rdma::usage_error);
+}

@@ -74,4 +74,12 @@ std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady
 // may never come.
 ibv_wc poll_one(ibv_cq* cq, int wait_ms, std::string_view waiting_for);
 
+// One work request at a time (stage 04): posts `wr` on `qp` (a failed post
+// throws, naming ibv_post_send and `what`: "ibv_post_send(the RDMA Write)")
+// and returns the next completion on `cq` within wait_ms (poll_one), its
+// status unchecked: whether it is shown first, timed or judged is the
+// stage's to say. `cq` must carry nothing else meanwhile, or the completion
+// returned may be another request's.
+ibv_wc post_and_wait(ibv_qp* qp, ibv_cq* cq, ibv_send_wr& wr, int wait_ms, const std::string& what);
+
 }  // namespace rdma

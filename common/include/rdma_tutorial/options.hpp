@@ -59,6 +59,10 @@ class usage_error : public std::runtime_error {
 
 // Parses "42" into [min, max]; throws usage_error naming the option otherwise.
 long parse_integer(std::string_view text, std::string_view option, long min, long max);
+// parse_integer for the many options held in a std::uint32_t (sizes, depths,
+// counts, milliseconds): the same checks and messages; [min, max] must lie
+// within 0 and UINT32_MAX.
+std::uint32_t parse_u32(std::string_view text, std::string_view option, long min, long max);
 
 class option_parser {
  public:

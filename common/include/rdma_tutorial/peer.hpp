@@ -18,6 +18,7 @@
 #include "rdma_tutorial/limits.hpp"
 #include "rdma_tutorial/options.hpp"
 #include "rdma_tutorial/qp.hpp"
+#include "rdma_tutorial/send_window.hpp"
 #include "rdma_tutorial/tcp.hpp"
 #include "rdma_tutorial/waiting.hpp"
 #include "rdma_tutorial/wire.hpp"
@@ -67,6 +68,14 @@ ibv_mtu agree_path_mtu(ibv_mtu ours, std::uint32_t peer_bytes);
 // with the device's params or a stage's variation of them, at the path MTU
 // agree_path_mtu gives.
 void connect_to_peer(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer, const qp_params& params);
+
+// connect_to_peer, then the line a stage prints to say so:
+//   QP 0x11: RESET -> INIT -> RTR -> RTS (sq_psn 0x1a2b3c, rq_psn 0x4d5e6f)
+// `with_retries` adds the retry counts our sends got (", retry_cnt 3,
+// rnr_retry 7" before the bracket closes): stage 05, whose RNR lesson
+// turns them, shows them.
+std::string connect_and_describe(ibv_qp* qp, const wire::endpoint& ours, const wire::endpoint& peer,
+                                 const qp_params& params, bool with_retries = false);
 
 // The TCP meeting. The server takes the first client within accept_ms and
 // reads its endpoint; the client connects (retrying while nobody listens
@@ -139,5 +148,21 @@ void wait_while_connected(const tcp::socket& peer, std::string_view who, std::st
   }
 }
 peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::endpoint& ours, int wait_ms);
+
+// Before posting `count` more sends: wait_while_connected until `room`
+// (send_window.hpp) fits them, calling reap() at each look. reap polls
+// the CQ and hands each signaled send's completion to room.completed;
+// what else a completion polled meanwhile means (an answer, a stray
+// ping) is the stage's, so the polling is too. Returns at once when the
+// queue has room, as it nearly always has: ACKs free it long before.
+template <class Reap>
+void wait_for_room(const send_queue_room& room, std::uint32_t count, const tcp::socket& peer, std::string_view who,
+                   int wait_ms, Reap&& reap) {
+  if (room.fits(count)) return;
+  wait_while_connected(peer, who, "room in our send queue", wait_ms, [&] {
+    reap();
+    return room.fits(count);
+  });
+}
 
 }  // namespace rdma

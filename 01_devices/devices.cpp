@@ -17,7 +17,7 @@
 #include "rdma_tutorial/device.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/main.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "stage.hpp"
 
 int main(int argc, char** argv) {

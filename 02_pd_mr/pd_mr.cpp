@@ -23,7 +23,7 @@
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/main.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "rdma_tutorial/limits.hpp"
 #include "rdma_tutorial/transport.hpp"
 #include "stage.hpp"

@@ -27,7 +27,7 @@
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/handles.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace stage02 {
 

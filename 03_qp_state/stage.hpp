@@ -22,7 +22,7 @@
 #include <span>
 #include <string_view>
 
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "rdma_tutorial/qp.hpp"
 
 namespace stage03 {

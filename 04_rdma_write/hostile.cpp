@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "stage.hpp"
 
 namespace stage04 {

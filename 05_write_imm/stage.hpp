@@ -29,7 +29,7 @@
 #include "protocol.hpp"
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/latency_report.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "rdma_tutorial/peer.hpp"
 #include "rdma_tutorial/send_window.hpp"
 

@@ -44,7 +44,7 @@
 #include "credits.hpp"
 #include "protocol.hpp"
 #include "rdma_tutorial/handles.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "rdma_tutorial/peer.hpp"
 #include "rdma_tutorial/srq.hpp"
 

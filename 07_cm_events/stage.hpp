@@ -37,7 +37,7 @@
 #include "rdma_tutorial/cm_qp.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/handles.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace stage07 {
 

@@ -31,7 +31,7 @@
 #include "protocol.hpp"
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/handles.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "rdma_tutorial/peer.hpp"
 
 namespace stage08 {

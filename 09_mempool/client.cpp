@@ -15,6 +15,7 @@
 #include "rdma_tutorial/transport.hpp"
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/cm_events.hpp"
+#include "rdma_tutorial/cm_qp.hpp"
 #include "rdma_tutorial/credit_stream.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
@@ -32,23 +33,14 @@ using clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t send_queue = 128;
 
-// What we create on the device rdma_cm chose (id->verbs), in teardown order.
-struct on_device {
-  rdma::pd_ptr pd;
-  rdma::cq_ptr cq;
-};
-
-rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const on_device& dev) {
-  ibv_qp_init_attr attr{};
-  attr.send_cq = dev.cq.get();
-  attr.recv_cq = dev.cq.get();
-  attr.qp_type = IBV_QPT_RC;
-  attr.cap.max_send_wr = send_queue;
-  attr.cap.max_recv_wr = 1;  // nothing is ever sent to us; a provider may refuse 0
-  attr.cap.max_send_sge = 1;
-  attr.cap.max_recv_sge = 1;
-  rdma::check_errno(rdma_create_qp(id, dev.pd.get(), &attr), "rdma_create_qp");
-  return rdma::cm_qp_ptr(id);
+// Our QP on the id, on stage 07's PD and CQ (common/src/cm_qp.cpp).
+rdma::cm_qp_ptr create_qp(rdma_cm_id* id, const rdma::cm::on_device& dev) {
+  ibv_qp_cap cap{};
+  cap.max_send_wr = send_queue;
+  cap.max_recv_wr = 1;  // nothing is ever sent to us; a provider may refuse 0
+  cap.max_send_sge = 1;
+  cap.max_recv_sge = 1;
+  return rdma::cm::create_qp(id, dev, cap);
 }
 
 // The stream around rdma::credit_stream (stage 06's): what a write is in
@@ -187,9 +179,7 @@ int run_client(const options& opts, rdma_event_channel* channel) {
   rdma::cm::set_ack_timeout(id.get(), ack_timeout);
   limits.queue_depth(send_queue, "writes in flight");
   limits.cq_entries(send_queue + 2);
-  on_device dev;
-  dev.pd.reset(rdma::check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
-  dev.cq.reset(rdma::check_ptr(ibv_create_cq(id->verbs, static_cast<int>(send_queue) + 2, nullptr, nullptr, 0), "ibv_create_cq"));
+  const rdma::cm::on_device dev = rdma::cm::open_on(id.get(), static_cast<int>(send_queue) + 2);
   // The only memory the server may write: the credit word, 0 until it opens our window.
   const rdma::registered_buffer credit(dev.pd.get(), sizeof(std::uint64_t), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                                        "credit word");

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "rdma_tutorial/imm.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "stage.hpp"
 
 namespace stage09 {

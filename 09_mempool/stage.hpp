@@ -23,8 +23,9 @@
 //                     stage 06's client side of a credit word
 //   client.cpp        connect, stream records inside the credit edge, END,
 //                     disconnect
-//   common/src/cm_connect.cpp  stage 07's connect, retried while the server
-//                     starts
+//   common/src/cm_qp.cpp, common/src/cm_connect.cpp  stage 07's PD, CQ and
+//                     QP on the device rdma_cm chose, and its connect,
+//                     retried while the server starts
 // Not the lesson:
 //   options.cpp       the command line
 //   hostile.cpp       the tests' client that breaks one of the server's
@@ -45,7 +46,7 @@
 #include "grants.hpp"
 #include "pool.hpp"
 #include "protocol.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "rdma_tutorial/transport.hpp"  // default_ack_timeout
 
 namespace stage09 {

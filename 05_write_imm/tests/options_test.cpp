@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "stage.hpp"
 
 namespace {

@@ -15,7 +15,7 @@
 #include "../stage.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/imm.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace {
 

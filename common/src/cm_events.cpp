@@ -23,7 +23,7 @@
 
 #include "rdma_tutorial/cm_events.hpp"
 #include "rdma_tutorial/error.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace rdma::cm {
 

@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "rdma_tutorial/error.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace rdma {
 

@@ -2,7 +2,7 @@
 #include "rdma_tutorial/limits.hpp"
 
 #include "rdma_tutorial/error.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace rdma {
 

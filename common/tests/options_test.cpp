@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace {
 

@@ -25,7 +25,7 @@
 #include "output.hpp"
 #include "process.hpp"
 #include "rdma_tutorial/main.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace fs = std::filesystem;
 

@@ -24,7 +24,7 @@
 #include "exercise_spec.hpp"
 #include "rdma_tutorial/error.hpp"
 #include "rdma_tutorial/main.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace {
 

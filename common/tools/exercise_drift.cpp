@@ -9,7 +9,7 @@
 
 #include "drift.hpp"
 #include "rdma_tutorial/main.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace {
 

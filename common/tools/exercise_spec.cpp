@@ -9,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 namespace rdma::testing {
 

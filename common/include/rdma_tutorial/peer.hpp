@@ -16,7 +16,7 @@
 #include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/limits.hpp"
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 #include "rdma_tutorial/qp.hpp"
 #include "rdma_tutorial/send_window.hpp"
 #include "rdma_tutorial/tcp.hpp"

@@ -1,4 +1,4 @@
-#include "rdma_tutorial/options.hpp"
+#include "rdma_tutorial/command_line.hpp"
 
 #include <arpa/inet.h>
 

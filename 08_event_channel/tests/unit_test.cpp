@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "rdma_tutorial/options.hpp"
-#include "stage.hpp"
+#include "bench.hpp"
 
 namespace {
 

@@ -23,7 +23,7 @@
 //   completion.hpp      check_poll, check_wc: a failed completion in one line
 // Not the lesson: the measurement around it, for the chapter's figures:
 //   bench.hpp, bench.cpp  a sample per round (tick_clock.hpp), --rate's pace,
-//                         the report
+//                         the report (latency_report.hpp)
 //   cpu.cpp             CPU seconds per message from getrusage (pure)
 //   function_ref.hpp    a C++26 std::function_ref: a drain allocates nothing
 #pragma once

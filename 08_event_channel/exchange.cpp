@@ -184,7 +184,7 @@ class ping_pong {
   rdma::send_queue_room room_;
   std::vector<ibv_sge> sges_;       // one per message of the burst, built once
   std::vector<ibv_send_wr> wrs_;    // chained by next, built once
-  round_words what_;               // "round N's messages"
+  round_words what_;                // "round N's messages"
   wait_counts counts_;
   round_bench bench_;
 };

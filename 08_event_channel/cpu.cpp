@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "rdma_tutorial/error.hpp"
-#include "stage.hpp"
+#include "bench.hpp"
 
 namespace stage08 {
 

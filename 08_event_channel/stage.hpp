@@ -1,33 +1,41 @@
 // Stage 08 — sleeping instead of spinning (docs/08-event-channel.md).
 //
-// Reading order, as the chapter tells it:
+// Reading order, as the chapter tells it. The lesson:
 //   protocol.hpp        who sends what to whom; the run the client asks for
 //   event_channel.cpp   main: the device, the channel and its CQ, either story,
 //                       and a deadline on the teardown
 //   channel.cpp         the lesson: a completion channel, a CQ bound to it,
-//                       arm, sleep in poll(), take the event, ack, re-arm,
-//                       drain; the acks an object owes before ibv_destroy_cq
+//                       arm, take the event, ack, re-arm, drain; the acks an
+//                       object owes before ibv_destroy_cq
+//   sleep.cpp           the sleep between the arm and the event: poll() on
+//                       the channel's fd and the peer's socket, --wait-ms at most
 //   server.cpp          the server's story
 //   client.cpp          the client's story
-//   exchange.cpp        the ping-pong of Sends, the three ways to wait, and
-//                       the client's pace (--rate)
+//   exchange.cpp        the ping-pong of Sends and the three ways to wait
 //   hybrid.cpp          spin a bounded time, then sleep (pure)
-//   cpu.cpp             CPU seconds per message from getrusage (pure arithmetic)
 //   options.cpp         the command line
-// Stage 04's handshake comes from common/ (peer.hpp), stage 05's latency line
-// too (latency_report.hpp).
+// What earlier stages taught, from common/include/rdma_tutorial/ (and src/):
+//   peer.hpp            stage 04's device and handshake; wait_while_connected,
+//                       the loop --poll waits in (stage 05)
+//   waiting.hpp         that loop's numbers, and the ACK timeout's
+//   send_window.hpp     send_queue_room: a burst is posted only when it fits
+//   handles.hpp         comp_channel_ptr, cq_ptr: each destroyed by its deleter
+//   completion.hpp      check_poll, check_wc: a failed completion in one line
+// Not the lesson: the measurement around it, for the chapter's figures:
+//   bench.hpp, bench.cpp  a sample per round (tick_clock.hpp), --rate's pace,
+//                         the report (latency_report.hpp)
+//   cpu.cpp             CPU seconds per message from getrusage (pure)
+//   function_ref.hpp    a C++26 std::function_ref: a drain allocates nothing
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <utility>
 
+#include "function_ref.hpp"
 #include "protocol.hpp"
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/handles.hpp"
@@ -35,32 +43,6 @@
 #include "rdma_tutorial/peer.hpp"
 
 namespace stage08 {
-
-// A reference to a callable, as C++26's std::function_ref: a pointer to it
-// and a plain function that calls it, nothing copied, nothing allocated.
-// The waits below take one where they could take a std::function, which is
-// built (and, for a callable whose captures outgrow its small buffer,
-// allocated) around every call, and a drain is called on every look at
-// the CQ. The callable must outlive the call it is passed to: a lambda
-// written in the argument list does.
-template <class Signature>
-class function_ref;
-template <class R, class... Args>
-class function_ref<R(Args...)> {
- public:
-  template <class F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref> && std::is_invocable_r_v<R, F&, Args...>)
-  function_ref(F&& f) noexcept  // implicit: a lambda converts, as to std::function
-      : callable_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
-        call_([](void* callable, Args... args) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(callable))(std::forward<Args>(args)...);
-        }) {}
-  R operator()(Args... args) const { return call_(callable_, std::forward<Args>(args)...); }
-
- private:
-  void* callable_;
-  R (*call_)(void*, Args...);
-};
 
 // What to do with each completion a drain takes.
 using take_completion = function_ref<void(const ibv_wc&)>;
@@ -158,6 +140,31 @@ class notified_cq {
   notified_cq& operator=(const notified_cq&) = delete;
 };
 
+// sleep.cpp --------------------------------------------------------------------
+
+// One sleep on the channel: poll() on its fd and the peer's socket, for at
+// most wait_ms in all, however often until_readable is called.
+class channel_sleep {
+ public:
+  channel_sleep(int channel_fd, const rdma::tcp::socket& peer, std::string_view who, std::string_view what,
+                int wait_ms);
+  // Returns once the channel's fd is readable. Throws when wait_ms have
+  // passed without that, or when the peer closed the connection.
+  void until_readable();
+
+ private:
+  int left_ms() const;
+
+  int channel_fd_;
+  const rdma::tcp::socket& peer_;
+  std::string_view who_;   // "the server", "the client"
+  std::string_view what_;  // "round 3's messages"
+  int wait_ms_;
+  int timeout_ms_;
+  long long deadline_ms_;
+  bool woken_ = false;
+};
+
 // hybrid.cpp -------------------------------------------------------------------
 
 // The hybrid's one decision, kept pure: after another empty look at the CQ,
@@ -176,21 +183,6 @@ class spin_then_sleep {
   std::uint32_t looks_per_clock_;
   bool spent_ = false;
 };
-
-// cpu.cpp ----------------------------------------------------------------------
-
-struct cpu_sample {
-  double user_s = 0;
-  double sys_s = 0;
-  double wall_s = 0;
-};
-// getrusage(RUSAGE_SELF) and the monotonic clock, now.
-cpu_sample cpu_now();
-// "CPU: 0.41 s user + 0.12 s sys in 0.45 s for 1000 messages: 530.00 us per
-// message (1.18 s of CPU per second)"; pure.
-std::string cpu_report(const cpu_sample& from, const cpu_sample& to, std::uint64_t messages);
-// CPU microseconds (user + sys) per message; 0 for no messages; pure.
-double cpu_us_per_message(const cpu_sample& from, const cpu_sample& to, std::uint64_t messages);
 
 // exchange.cpp, server.cpp, client.cpp -----------------------------------------
 
@@ -225,11 +217,12 @@ inline constexpr int cq_entries = 1024;
 rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const notified_cq& events, const run_params& run, bool client);
 void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
                      const rdma::qp_params& params);
-// "rounds: 1000 after a warm-up, 1 x 8 bytes each way" and how this side waits.
+// "rounds: 1000 after a warm-up, 1 x 8 bytes each way" and how this side
+// waits (bench.cpp).
 void describe_run(const side& s);
-// The warm-up round and run.rounds more, waiting the side's way; prints the
-// latency line, a paced client its late rounds, the wake-ups and the CPU per
-// message.
+// The warm-up round and run.rounds more, waiting the side's way; then the
+// report (bench.hpp): the latency line, a paced client its late rounds, the
+// wake-ups and the CPU per message.
 void exchange(const side& s);
 
 int run_server(const options& opts, const rdma::rdma_device& dev, notified_cq& events);

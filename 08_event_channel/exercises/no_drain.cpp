@@ -14,15 +14,13 @@
 //   ibv_req_notify_cq     arm: the CQ's next completion raises one event
 //   poll()                asleep on the channel's fd (and the peer's
 //                         socket), until one is readable or time is up
+//                         (sleep.cpp)
 //   ibv_get_cq_event      take the event (which CQ it is for)
 //   ibv_ack_cq_events     give it back; batched, and all before the CQ goes
 //   ibv_req_notify_cq     re-arm
 //   ibv_poll_cq           take the completion the event was for
 #include <fcntl.h>
-#include <poll.h>
-#include <time.h>
 
-#include <algorithm>
 #include <cerrno>
 
 #include "rdma_tutorial/completion.hpp"
@@ -30,21 +28,6 @@
 #include "stage.hpp"
 
 namespace stage08 {
-
-namespace {
-
-// CLOCK_MONOTONIC_COARSE, in milliseconds: the time at the kernel's last
-// tick (at most a few ms ago), read from memory the kernel shares with
-// every process, so never a system call, not even where the precise clock
-// is one (this guest's emulated HPET: 0.05 us a read against 0.8 us).
-// Precise enough for a deadline of seconds.
-long long coarse_now_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-  return static_cast<long long>(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
-}
-
-}  // namespace
 
 void event_acks::count_one() {
   if (++unacked_ == batch) {
@@ -104,55 +87,30 @@ std::size_t notified_cq::take_stale_events() {
 
 std::size_t notified_cq::sleep_and_drain(const rdma::tcp::socket& peer, std::string_view who, std::string_view what,
                                          int wait_ms, bool solicited_only, take_completion take) {
-  // poll()'s own timeout bounds the sleep: no timer to arm on the way to
-  // sleep, and no clock read that is a system call (either would be one
-  // more per wake-up; the coarse clock is read from memory). A wake-up
-  // that brings no event (a signal; the socket readable, the peer still
-  // there) sleeps on for what is left of wait_ms.
-  const long long deadline_ms = coarse_now_ms() + wait_ms;
-  for (int timeout_ms = wait_ms;; timeout_ms = static_cast<int>(std::max(0LL, deadline_ms - coarse_now_ms()))) {
-    pollfd fds[2] = {{channel_->fd, POLLIN, 0}, {peer.fd(), POLLIN, 0}};
-    const int ready = ::poll(fds, 2, timeout_ms);
-    if (ready == 0) {
-      throw rdma::tutorial_error("no CQ event within " + std::to_string(wait_ms) + " ms while we waited for " +
-                                     std::string(what),
-                                 "was the CQ re-armed (ibv_req_notify_cq) after each event, and drained after that? "
-                                 "Otherwise " + std::string(who) + " is stuck; its own output says why");
-    }
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      rdma::check_errno(-1, "poll(the channel, the peer's socket)");
-    }
-    if ((fds[0].revents & POLLIN) == 0) {
-      // The channel first: a closing peer matters only when no event came.
-      if (fds[1].revents != 0 && rdma::tcp::peer_closed(peer)) {
-        throw rdma::tutorial_error(std::string(who) + " closed the connection while we waited for " + std::string(what),
-                                   std::string(who) + " failed or gave up; its own output says why");
-      }
-      continue;
-    }
-    ibv_cq* cq = nullptr;
-    void* cq_context = nullptr;
-    if (ibv_get_cq_event(channel_.get(), &cq, &cq_context) != 0) {
-      if (errno == EAGAIN) continue;  // another reader took it (not here), or a spurious wake-up
-      rdma::check_errno(-1, "ibv_get_cq_event");
-    }
-    if (cq != cq_.get()) {
-      // Acked all the same: that CQ's ibv_destroy_cq would wait for it for ever.
-      ibv_ack_cq_events(cq, 1);
-      throw rdma::tutorial_error("ibv_get_cq_event returned an event for a CQ that is not ours");
-    }
-    ++wake_ups_;
-    acks_.count_one();
-    // Re-armed first: whatever completes after our look raises the next  // TODO
-    // event, so one look per event is enough.  // TODO
-    arm(solicited_only);
-    ibv_wc wc{};  // TODO
-    const auto taken = static_cast<std::size_t>(rdma::check_poll(ibv_poll_cq(cq_.get(), 1, &wc)));  // TODO: one event, one completion
-    if (taken == 1) take(wc);  // TODO
-    if (taken == 0) ++empty_wake_ups_;
-    return taken;
+  channel_sleep sleep(channel_->fd, peer, who, what, wait_ms);
+  ibv_cq* cq = nullptr;
+  void* cq_context = nullptr;
+  for (;;) {
+    sleep.until_readable();  // poll(): sleep.cpp
+    if (ibv_get_cq_event(channel_.get(), &cq, &cq_context) == 0) break;
+    // EAGAIN: another reader took it (not here), or a spurious wake-up.
+    if (errno != EAGAIN) rdma::check_errno(-1, "ibv_get_cq_event");
   }
+  if (cq != cq_.get()) {
+    // Acked all the same: that CQ's ibv_destroy_cq would wait for it for ever.
+    ibv_ack_cq_events(cq, 1);
+    throw rdma::tutorial_error("ibv_get_cq_event returned an event for a CQ that is not ours");
+  }
+  ++wake_ups_;
+  acks_.count_one();
+  // Re-armed first: whatever completes after our look raises the next  // TODO
+  // event, so one look per event is enough.  // TODO
+  arm(solicited_only);
+  ibv_wc wc{};  // TODO
+  const auto taken = static_cast<std::size_t>(rdma::check_poll(ibv_poll_cq(cq_.get(), 1, &wc)));  // TODO: one event, one completion
+  if (taken == 1) take(wc);  // TODO
+  if (taken == 0) ++empty_wake_ups_;
+  return taken;
 }
 
 }  // namespace stage08

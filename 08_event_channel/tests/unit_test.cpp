@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "bench.hpp"
 #include "rdma_tutorial/command_line.hpp"
-#include "stage.hpp"
 
 namespace {
 

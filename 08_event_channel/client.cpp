@@ -22,7 +22,7 @@ int run_client(const options& opts, const rdma::rdma_device& dev, notified_cq& e
   rdma::tcp::send_all(server, encode(run), deadline(), "the run");
   const rdma::wire::endpoint peer = rdma::tcp::receive_endpoint(server, deadline());
   std::printf("server %s: %s\n", server.peer().c_str(), rdma::wire::describe(peer).c_str());
-  connect_and_say(qp.get(), ours, peer, dev.params);
+  std::printf("%s\n", rdma::connect_and_describe(qp.get(), ours, peer, dev.params).c_str());
   buffers.post_receives(qp.get());
   std::printf("posted %u Recvs\n", buffers.slots());
 

@@ -101,12 +101,9 @@ class ping_pong {
   // make us post into a full one.
   void post_burst() {
     const run_params& run = s_.run;
-    if (!room_.fits(run.burst)) {
-      rdma::wait_while_connected(s_.peer, s_.peer_name, "room in our send queue", s_.opts.peer.wait_ms, [this] {
-        s_.events.drain([this](const ibv_wc& wc) { take(wc); });
-        return room_.fits(s_.run.burst);
-      });
-    }
+    rdma::wait_for_room(room_, run.burst, s_.peer, s_.peer_name, s_.opts.peer.wait_ms, [this] {
+      s_.events.drain([this](const ibv_wc& wc) { take(wc); });
+    });
     for (std::uint32_t i = 0; i < run.burst; ++i) {
       write_header(s_.buffers.send.data() + std::size_t{i} * run.size, round_, i);
       ibv_send_wr& wr = wrs_[i];
@@ -227,12 +224,6 @@ rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const notified_cq& events, 
   cap.max_inline_data = 64;  // small Sends travel inside the WQE
   // One CQ, bound to the channel, for both queues.
   return rdma::create_rc_qp(dev.pd.get(), events.cq(), events.cq(), cap, "our QP");
-}
-
-void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
-                     const rdma::qp_params& params) {
-  rdma::connect_to_peer(qp, ours, peer, params);
-  std::printf("QP 0x%x: RESET -> INIT -> RTR -> RTS (sq_psn 0x%x, rq_psn 0x%x)\n", qp->qp_num, ours.psn, peer.psn);
 }
 
 void exchange(const side& s) { ping_pong(s).run(); }

@@ -14,14 +14,6 @@ const char* mode_name(wait_mode mode) {
   return "?";
 }
 
-namespace {
-
-std::uint32_t number(std::string_view v, const char* name, long min, long max) {
-  return static_cast<std::uint32_t>(rdma::parse_integer(v, name, min, max));
-}
-
-}  // namespace
-
 bool parse_options(int argc, const char* const* argv, options& out) {
   rdma::option_parser parser("event_channel",
                              "A ping-pong of Sends, each side waiting its own way: polling the CQ, sleeping on a "
@@ -38,19 +30,19 @@ bool parse_options(int argc, const char* const* argv, options& out) {
   parser.add(0, "hybrid", "", "poll for --spin-us, then sleep on the channel",
              [&](std::string_view) { out.mode = wait_mode::hybrid; ++modes; });
   parser.add(0, "spin-us", "US", "--hybrid: how long to poll before sleeping (default 50)",
-             [&](std::string_view v) { out.spin_us = number(v, "--spin-us", 0, 10000000); });
+             [&](std::string_view v) { out.spin_us = rdma::parse_u32(v, "--spin-us", 0, 10000000); });
   parser.add(0, "iters", "N", "client: rounds to measure, after one warm-up round (default 1000)",
-             [&](std::string_view v) { out.run.rounds = number(v, "--iters", 1, max_rounds); });
+             [&](std::string_view v) { out.run.rounds = rdma::parse_u32(v, "--iters", 1, max_rounds); });
   parser.add(0, "rate", "N",
              "client: start a round N times a second, each on schedule (default 0: back to back)",
-             [&](std::string_view v) { out.rate = number(v, "--rate", 0, max_rate); });
+             [&](std::string_view v) { out.rate = rdma::parse_u32(v, "--rate", 0, max_rate); });
   parser.add(0, "burst", "N", "client: Sends per round in each direction (default 1, or --solicited-every)",
-             [&](std::string_view v) { out.run.burst = number(v, "--burst", 1, max_burst); });
+             [&](std::string_view v) { out.run.burst = rdma::parse_u32(v, "--burst", 1, max_burst); });
   parser.add(0, "size", "BYTES", "client: bytes per Send, at least 8 (default 8)",
-             [&](std::string_view v) { out.run.size = number(v, "--size", min_size, max_size); });
+             [&](std::string_view v) { out.run.size = rdma::parse_u32(v, "--size", min_size, max_size); });
   parser.add(0, "solicited-every", "N",
              "client: mark every Nth Send of a burst solicited; both sides then wake only for those",
-             [&](std::string_view v) { out.run.solicited_every = number(v, "--solicited-every", 1, 256); });
+             [&](std::string_view v) { out.run.solicited_every = rdma::parse_u32(v, "--solicited-every", 1, 256); });
   if (!parser.parse(argc, argv)) return false;
 
   parser.check_roles(out.peer, {"iters", "burst", "size", "rate", "solicited-every"});

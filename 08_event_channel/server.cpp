@@ -33,7 +33,7 @@ int run_server(const options& opts, const rdma::rdma_device& dev, notified_cq& e
   const message_buffers buffers(dev.pd.get(), run);
   const rdma::qp_ptr qp = create_qp(dev, events, run, false);
   const rdma::wire::endpoint ours = rdma::local_endpoint(dev, qp.get());
-  connect_and_say(qp.get(), ours, peer, dev.params);
+  std::printf("%s\n", rdma::connect_and_describe(qp.get(), ours, peer, dev.params).c_str());
   // Before the client has our endpoint, so before it can send.
   buffers.post_receives(qp.get());
   std::printf("posted %u Recvs\n", buffers.slots());

@@ -215,8 +215,6 @@ struct side {
 inline constexpr int cq_entries = 1024;
 // The QP for the exchange: room for 2 x burst Recvs and the unsignaled sends.
 rdma::qp_ptr create_qp(const rdma::rdma_device& dev, const notified_cq& events, const run_params& run, bool client);
-void connect_and_say(ibv_qp* qp, const rdma::wire::endpoint& ours, const rdma::wire::endpoint& peer,
-                     const rdma::qp_params& params);
 // "rounds: 1000 after a warm-up, 1 x 8 bytes each way" and how this side
 // waits (bench.cpp).
 void describe_run(const side& s);

@@ -25,14 +25,6 @@ std::uint64_t now_ns() {
 
 }  // namespace
 
-void round_words::name(std::uint32_t round) {
-  constexpr std::string_view before = "round ", after = "'s messages";
-  char* end = std::copy(before.begin(), before.end(), text_.data());
-  end = std::to_chars(end, end + 10, round).ptr;
-  end = std::copy(after.begin(), after.end(), end);
-  length_ = static_cast<std::size_t>(end - text_.data());
-}
-
 void pacer::start() {
   start_ns_ = now_ns();
   late_ = 0;
@@ -61,25 +53,13 @@ round_bench::round_bench(const side& s, wait_counts& counts) : s_(s), counts_(co
 // measured). Back to back, a sample is half the time from one round's end
 // to the next's, as ib_send_lat's; paced, half the time from our post to
 // the answer's last message, leaving out the wait for the round's turn.
-void round_bench::before_post(std::uint32_t round) {
-  if (!pace_.paced() || round == 0) return;
-  pace_.wait_for(round);
+void round_bench::start() {
+  cpu_from_ = cpu_now();
+  s_.events.reset_counts();
+  counts_ = {};
+  calibration_.start();
+  if (pace_.paced()) pace_.start();
   previous_ = rdma::read_ticks();
-}
-
-void round_bench::after_round(std::uint32_t round) {
-  const rdma::ticks now = rdma::read_ticks();
-  if (round == 0) {  // the warm-up: nothing of it is counted
-    cpu_from_ = cpu_now();
-    s_.events.reset_counts();
-    counts_ = {};
-    calibration_.start();
-    if (pace_.paced()) pace_.start();
-    previous_ = rdma::read_ticks();
-    return;
-  }
-  samples_.push_back(rdma::tick_span(previous_, now));
-  previous_ = now;
 }
 
 void round_bench::report() {

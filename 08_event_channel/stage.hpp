@@ -7,7 +7,7 @@
 //   channel.cpp         the lesson: a completion channel, a CQ bound to it,
 //                       arm, take the event, ack, re-arm, drain; the acks an
 //                       object owes before ibv_destroy_cq
-//   sleep.cpp           the sleep between the arm and the event: poll() on
+//   sleep.hpp           the sleep between the arm and the event: poll() on
 //                       the channel's fd and the peer's socket, --wait-ms at most
 //   server.cpp          the server's story
 //   client.cpp          the client's story
@@ -37,6 +37,7 @@
 
 #include "function_ref.hpp"
 #include "protocol.hpp"
+#include "sleep.hpp"
 #include "rdma_tutorial/buffer.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/command_line.hpp"
@@ -138,31 +139,6 @@ class notified_cq {
  public:
   notified_cq(const notified_cq&) = delete;
   notified_cq& operator=(const notified_cq&) = delete;
-};
-
-// sleep.cpp --------------------------------------------------------------------
-
-// One sleep on the channel: poll() on its fd and the peer's socket, for at
-// most wait_ms in all, however often until_readable is called.
-class channel_sleep {
- public:
-  channel_sleep(int channel_fd, const rdma::tcp::socket& peer, std::string_view who, std::string_view what,
-                int wait_ms);
-  // Returns once the channel's fd is readable. Throws when wait_ms have
-  // passed without that, or when the peer closed the connection.
-  void until_readable();
-
- private:
-  int left_ms() const;
-
-  int channel_fd_;
-  const rdma::tcp::socket& peer_;
-  std::string_view who_;   // "the server", "the client"
-  std::string_view what_;  // "round 3's messages"
-  int wait_ms_;
-  int timeout_ms_;
-  long long deadline_ms_;
-  bool woken_ = false;
 };
 
 // hybrid.cpp -------------------------------------------------------------------

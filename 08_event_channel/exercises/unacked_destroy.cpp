@@ -12,7 +12,7 @@
 //   ibv_req_notify_cq     arm: the CQ's next completion raises one event
 //   poll()                asleep on the channel's fd (and the peer's
 //                         socket), until one is readable or time is up
-//                         (sleep.cpp)
+//                         (sleep.hpp)
 //   ibv_get_cq_event      take the event (which CQ it is for)
 //   ibv_ack_cq_events     give it back; batched
 //   ibv_req_notify_cq     re-arm
@@ -88,7 +88,7 @@ std::size_t notified_cq::sleep_and_drain(const rdma::tcp::socket& peer, std::str
   ibv_cq* cq = nullptr;
   void* cq_context = nullptr;
   for (;;) {
-    sleep.until_readable();  // poll(): sleep.cpp
+    sleep.until_readable();  // poll(): sleep.hpp
     if (ibv_get_cq_event(channel_.get(), &cq, &cq_context) == 0) break;
     // EAGAIN: another reader took it (not here), or a spurious wake-up.
     if (errno != EAGAIN) rdma::check_errno(-1, "ibv_get_cq_event");

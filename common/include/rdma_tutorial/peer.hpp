@@ -154,9 +154,10 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
 // the CQ and hands each signaled send's completion to room.completed;
 // what else a completion polled meanwhile means (an answer, a stray
 // ping) is the stage's, so the polling is too. Returns at once when the
-// queue has room, as it nearly always has: ACKs free it long before.
+// queue has room, as it nearly always has: ACKs free it long before (so
+// `who` is a plain string, measured only when the wait begins).
 template <class Reap>
-void wait_for_room(const send_queue_room& room, std::uint32_t count, const tcp::socket& peer, std::string_view who,
+void wait_for_room(const send_queue_room& room, std::uint32_t count, const tcp::socket& peer, const char* who,
                    int wait_ms, Reap&& reap) {
   if (room.fits(count)) return;
   wait_while_connected(peer, who, "room in our send queue", wait_ms, [&] {

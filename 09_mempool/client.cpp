@@ -123,7 +123,8 @@ struct stream {
     std::vector<ibv_send_wr> wrs(send_queue);
     std::vector<ibv_sge> sges(send_queue);
     // --hostile ignore-credits: as many writes as the send queue holds,
-    // whatever the edge; a burst past what the server's SRQ was sized for.
+    // whatever the edge and whatever its source slots hold; a burst past
+    // what the server's SRQ was sized for.
     const bool heed_credits = opts.hostile != hostile_kind::ignore_credits;
     if (!heed_credits) {
       std::printf("hostile: ignores the credit edge, up to %u writes in flight\n", send_queue);
@@ -131,10 +132,10 @@ struct stream {
     }
     // A write may go while the edge is ahead of it, with room in the send
     // queue and its source slot free (credit_stream::room).
-    const auto allowed = [&] { return heed_credits ? credits() : std::uint64_t{send_queue}; };
+    const auto room = [&] { return heed_credits ? out.room(credits()) : out.queue_room(); };
     while (out.posted() <= opts.records) {
-      out.wait_until("a credit", [&] { return out.room(allowed()) > 0; });
-      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(out.room(allowed()), opts.records + 1 - out.posted()));
+      out.wait_until("a credit", [&] { return room() > 0; });
+      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(room(), opts.records + 1 - out.posted()));
       for (std::size_t i = 0; i < k; ++i) {
         fill_wr(wrs[i], sges[i], out.posted() + i);
         wrs[i].next = i + 1 < k ? &wrs[i + 1] : nullptr;

@@ -38,7 +38,7 @@ void credit_stream::reap() {
 }
 
 std::uint64_t credit_stream::room(std::uint64_t credits) const {
-  return std::min({credits, send_queue_ - (posted_ - completed_), completed_ + slots_ - posted_});
+  return std::min({credits, queue_room(), completed_ + slots_ - posted_});
 }
 
 void credit_stream::wait_until(const char* what, const std::function<bool()>& ready) {

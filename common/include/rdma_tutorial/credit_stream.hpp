@@ -51,6 +51,9 @@ class credit_stream {
   // the WR's own completion, a resend after a lost ACK reads those bytes
   // again (ibv_post_send(3)). WR n is write n.
   std::uint64_t room(std::uint64_t credits) const;
+  // The send queue's room alone: what a client that ignores both (the
+  // tests' --hostile ignore-credits) could post.
+  std::uint64_t queue_room() const { return send_queue_ - (posted_ - completed_); }
 
   // Until ready(): reap and read the word, at the pace of nap_wait.hpp
   // (flat out, then napping: the server and Soft-RoCE's kernel work need

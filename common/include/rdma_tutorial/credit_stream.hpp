@@ -67,8 +67,6 @@ class credit_stream {
 
   std::uint64_t posted() const { return posted_; }
   std::uint64_t completed() const { return completed_; }
-  std::uint32_t slots() const { return slots_; }
-  std::uint32_t send_queue() const { return send_queue_; }
 
  private:
   ibv_qp* qp_;

@@ -129,10 +129,7 @@ class srq_clients {
 
   explicit srq_clients(std::chrono::milliseconds last_wqe_wait) : last_wqe_wait_(last_wqe_wait) {}
 
-  Client& add(std::unique_ptr<Client> c) {
-    list_.push_back(std::move(c));
-    return *list_.back();
-  }
+  void add(std::unique_ptr<Client> c) { list_.push_back(std::move(c)); }
   Client* by_qp(std::uint32_t qp_num) const {
     for (const auto& c : list_) {
       if (c->qp_num == qp_num) return c.get();
@@ -147,7 +144,6 @@ class srq_clients {
   void polled(int n, std::size_t asked) {
     if (n < static_cast<int>(asked)) ++cq_empties_;
   }
-  std::uint64_t cq_empties() const { return cq_empties_; }
 
   // A Recv of the SRQ was consumed, whoever's QP consumed it: counted for
   // the refill. Returns its client if the record is the stage's to check:

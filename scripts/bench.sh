@@ -310,6 +310,26 @@ progress() {  # progress LABEL POINT
   units_done=$((units_done + 1))
   printf 'bench: [%d/%d] %s, %s%s\n' "$units_done" "$units_total" "$1" "$2" "$left" >&2
 }
+# warm_up LABEL SIZE FN ARGS...: one run of FN, not counted, silent when it
+# gives its line. One that fails is said, with the first lines of what it
+# printed, and the counted runs go on: a warm-up that hangs (ib_send_lat -e
+# on Linux 6.12) is the first sign of a point whose runs will hang too.
+warm_up() {
+  local label=$1 size=$2 out rc err what
+  shift 2
+  err=$(mktemp)
+  out=$("$@" 2>"$err"); rc=$?
+  if [[ $rc -ne 0 || -z "$out" ]]; then
+    if grep -q 'did not end within' "$err"; then
+      what="did not end within $run_limit s"
+    else
+      what="failed"
+    fi
+    echo "bench: warm-up of '$label' at $size bytes $what (not counted; its runs go on):" >&2
+    if [[ -s "$err" ]]; then head -n 5 "$err" | sed 's/^/  /' >&2; else echo "  (it printed no line)" >&2; fi
+  fi
+  rm -f "$err"
+}
 # points SIZE VAR LABEL "FN ARGS" [VAR LABEL "FN ARGS"]...: for each
 # program, VAR="median,min,max" for each column of its line over --reps
 # runs. The programs take turns (the first run of each, then the second of
@@ -336,7 +356,7 @@ points() {
         # first seconds ran slow (05's first point, 8 B: a 99 % of 0.1 to
         # 4 ms in one run of five, where the others' were 30 to 60 us).
         if [[ " $warmed " != *" ${cmd[0]} "* ]]; then
-          "${cmd[@]}" >/dev/null 2>&1
+          warm_up "${labels[i]}" "$size" "${cmd[@]}"
           warmed+=" ${cmd[0]}"
         fi
       fi

@@ -44,9 +44,12 @@
 # in flight) and 09's pipeline (four clients, Write with Immediate into
 # pooled slots, the server asleep on a completion channel, window 64) beside
 # ib_send_bw -e -q 4 --use-srq and ib_write_bw -q 4, at 64 B and 4 KiB.
-# Latency ratios: lower is better; rates: higher is better. Soft-RoCE in an
-# emulated guest says nothing about real hardware: only the ratios mean
-# something, and no test ever passes or fails on them.
+# A row whose median comes from fewer runs than --reps, or whose perftest
+# runs were repeated (perftest's clock calibration fails now and then in a
+# guest: such a run is run again, three tries in all, then left out), says
+# so after its ratio. Latency ratios: lower is better; rates: higher is
+# better. Soft-RoCE in an emulated guest says nothing about real hardware:
+# only the ratios mean something, and no test ever passes or fails on them.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
@@ -164,8 +167,9 @@ perftest_line() {
                            if (v + 0 == 0) zero = 1 } }
     END { if (line != "") print (bad && zero ? "uncalibrated" : line) }'
 }
-# Where a reader notes what befell a run ("repeated": it measured at a
-# second or third try; "left out": it measured nothing).
+# Where a reader notes what befell a counted run: points names a file for
+# each ("repeated": it measured at a second or third try; "left out": it
+# measured nothing), and its row of the table says so.
 run_notes=/dev/null
 # perftest_run SIZE "N..." PROGRAM ARGS...: one run of a perftest bandwidth
 # test, the server given ARGS and the client ARGS and the server's address
@@ -369,15 +373,21 @@ warm_up() {
 # round trip at 8 B, for any program), and five runs of one program in a
 # row can all fall in a slow stretch that its rival's five then miss
 # (2026-12-05: 05's 64 B point, 1.32 times ib_send_lat measured in turn
-# after it, its five runs 10.6 to 15.7 us). Returns 1 (and sets the run's
-# status) when a program got no figure; the others' VARs are set all the
-# same.
+# after it, its five runs 10.6 to 15.7 us). A run that printed no line
+# (it failed or hung, or perftest_run left it out: each said where it
+# happened) leaves the point to the runs that did; point_notes[VAR] then
+# says how many they were, and which were left out or repeated for
+# perftest's clock (perftest_run), for the row of the table (notes_of).
+# Returns 1 (and sets the run's status) when a program got no figure; the
+# others' VARs are set all the same.
+declare -A point_notes=()
 points() {
-  local size=$1 i k rc=0 out dir
+  local size=$1 i k rc=0 out dir counted left repeated note
   shift
   local -a vars=() labels=() cmds=() cmd
   while (($# >= 3)); do vars+=("$1"); labels+=("$2"); cmds+=("$3"); shift 3; done
   dir=$(mktemp -d)
+  for i in "${!cmds[@]}"; do : >"$dir/$i"; : >"$dir/$i.notes"; done
   for k in $(seq "$reps"); do
     for i in "${!cmds[@]}"; do
       read -ra cmd <<<"${cmds[i]}"
@@ -391,15 +401,32 @@ points() {
           warmed+=" ${cmd[0]}"
         fi
       fi
+      run_notes=$dir/$i.notes
       "${cmd[@]}" >>"$dir/$i"
+      run_notes=/dev/null
     done
   done
   for i in "${!cmds[@]}"; do
     # A run whose line is not all finite numbers (ib_send_lat printed inf
-    # at 16 KiB once here) is left out, and said.
-    if out=$(awk -v l="${labels[i]}" '/inf|nan/ { print "bench: " l ": a run printed \"" $0 "\"; left out" > "/dev/stderr"; next } 1' \
-               "$dir/$i" | spread); then
+    # at 16 KiB once here) is left out, and said; so is an empty line.
+    awk -v l="${labels[i]}" 'NF == 0 { next }
+                             /inf|nan/ { print "bench: " l ": a run printed \"" $0 "\"; left out" > "/dev/stderr"; next } 1' \
+        "$dir/$i" >"$dir/$i.counted"
+    point_notes[${vars[i]}]=""
+    if out=$(spread <"$dir/$i.counted"); then
       printf -v "${vars[i]}" '%s' "$out"
+      counted=$(wc -l <"$dir/$i.counted")
+      left=$(grep -c '^left out' "$dir/$i.notes")
+      repeated=$(grep -c '^repeated' "$dir/$i.notes")
+      note=""
+      ((counted < reps)) && note="the median of $counted of $reps runs"
+      ((left > 0)) && note+=" ($left left out: perftest's clock calibration failed 3 times)"
+      ((repeated == 1)) && note+="${note:+; }1 run repeated: perftest's clock calibration failed"
+      ((repeated > 1)) && note+="${note:+; }$repeated runs repeated: perftest's clock calibration failed"
+      if [[ -n "$note" ]]; then
+        echo "bench: '${labels[i]}' at $size bytes: $note" >&2
+        point_notes[${vars[i]}]="${labels[i]}: $note"
+      fi
     else
       echo "bench: no figure for '${labels[i]}' at $size bytes" >&2; status=1; rc=1
     fi
@@ -434,10 +461,15 @@ iters_for() {  # enough messages to run about a second, 2000 to 20000
 echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per point; CSVs into $data"
 status=0
 summary=$(mktemp)
-table() {  # table LABEL SIZE OURS THEIRS
+table() {  # table LABEL SIZE OURS THEIRS [NOTE]: a NOTE follows the ratio
   local ratio
   ratio=$(awk -v a="$3" -v b="$4" 'BEGIN { if (a ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
-  printf '%-44s %6s %12s %12s %7s\n' "$1" "$2" "$3" "$4" "$ratio" >>"$summary"
+  printf '%-44s %6s %12s %12s %7s%s\n' "$1" "$2" "$3" "$4" "$ratio" "${5:+  $5}" >>"$summary"
+}
+notes_of() {  # notes_of VAR...: points' notes on these VARs' runs, joined
+  local v out=""
+  for v in "$@"; do [[ -z "${point_notes[$v]:-}" ]] || out+="${out:+; }${point_notes[$v]}"; done
+  echo "$out"
 }
 first() { cut -d, -f"${2:-1}" <<<"$1"; }  # first "m,min,max,..." [FIELD]
 
@@ -478,12 +510,13 @@ fi
 
 if wanted 04; then
   f=$(csv_open 04-write-rate "size_bytes,ours_mbps,ours_mbps_min,ours_mbps_max,ours_mpps,ours_mpps_min,ours_mpps_max,perftest_mbps,perftest_mbps_min,perftest_mbps_max,perftest_mpps,perftest_mpps_min,perftest_mpps_max" \
-      "04 rdma_write --tx-depth 128 --cq-mod 100 beside ib_write_bw -t 128 -Q 100: message rate and bandwidth")
+      "04 rdma_write --tx-depth 128 --cq-mod 100 beside ib_write_bw -t 128 -Q 100: message rate and bandwidth" \
+      "calibration: an ib_write_bw run whose clock calibration failed (r^2 < 0.9; with -F it then prints 0 MB/s and 0 Mpps) is run again, at most three tries; after three it is left out, and its point is the median of the runs left (bench.sh's table and output name such points)")
   for s in "${sizes_bw[@]}"; do
     n=$(iters_for "$s")
     points "$s" ours "04 rdma_write" "ours_bw $s $n" theirs "04 ib_write_bw" "perftest_bw $s $n" || continue
     echo "$s,$ours,$theirs" >>"$f.tmp"
-    table "04 rdma_write / ib_write_bw, Mpps" "$s" "$(first "$ours" 4)" "$(first "$theirs" 4)"
+    table "04 rdma_write / ib_write_bw, Mpps" "$s" "$(first "$ours" 4)" "$(first "$theirs" 4)" "$(notes_of ours theirs)"
   done
   csv_close "$f"
 fi
@@ -495,8 +528,8 @@ if wanted 05; then
     points "$s" ours "05 write_imm --latency" "ours_lat $s 1000" wl "05 ib_write_lat" "perftest_lat $s 1000" \
       sl "05 ib_send_lat" "perftest_send_lat $s 1000" || continue
     echo "$s,$ours,$wl,$sl" >>"$f.tmp"
-    table "05 write_imm / ib_write_lat, median us" "$s" "$(first "$ours")" "$(first "$wl")"
-    table "05 write_imm / ib_send_lat, median us" "$s" "$(first "$ours")" "$(first "$sl")"
+    table "05 write_imm / ib_write_lat, median us" "$s" "$(first "$ours")" "$(first "$wl")" "$(notes_of ours wl)"
+    table "05 write_imm / ib_send_lat, median us" "$s" "$(first "$ours")" "$(first "$sl")" "$(notes_of ours sl)"
   done
   csv_close "$f"
 fi
@@ -536,7 +569,7 @@ if wanted 06; then
   for s in "${sizes_rows[@]}"; do
     n=$(rows_iters "$s")
     points "$s" ours "06 srq_credits x4" "ours_srq $s $n" theirs "06 ib_send_bw -q 4 --use-srq" "perftest_srq $s $n" || continue
-    table "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$theirs")"
+    table "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$theirs")" "$(notes_of ours theirs)"
   done
 fi
 
@@ -556,9 +589,11 @@ if wanted 08; then
     [[ -n "$v_sl" ]] && echo "ib_send_lat,$s,$v_sl,,,,,," >>"$f.tmp"
     if [[ -n "$v_sle" ]]; then
       echo "ib_send_lat -e,$s,$v_sle,,,,,," >>"$f.tmp"
-      [[ -n "$v_event" ]] && table "08 event_channel --event / ib_send_lat -e, median us" "$s" "$(first "$v_event")" "$(first "$v_sle")"
+      [[ -n "$v_event" ]] && table "08 event_channel --event / ib_send_lat -e, median us" "$s" "$(first "$v_event")" "$(first "$v_sle")" \
+        "$(notes_of v_event v_sle)"
     fi
-    [[ -n "$v_poll" && -n "$v_sl" ]] && table "08 event_channel --poll / ib_send_lat, median us" "$s" "$(first "$v_poll")" "$(first "$v_sl")"
+    [[ -n "$v_poll" && -n "$v_sl" ]] && table "08 event_channel --poll / ib_send_lat, median us" "$s" "$(first "$v_poll")" "$(first "$v_sl")" \
+      "$(notes_of v_poll v_sl)"
   done
   csv_close "$f"
   f=$(csv_open 08-paced "mode,rate_per_s,iters,median_us,median_us_min,median_us_max,p99_us,p99_us_min,p99_us_max,server_cpu_s_per_s,server_cpu_s_per_s_min,server_cpu_s_per_s_max,server_cpu_us_per_msg,server_cpu_us_per_msg_min,server_cpu_us_per_msg_max,late_share,late_share_min,late_share_max,achieved_per_s,achieved_per_s_min,achieved_per_s_max" \
@@ -583,8 +618,8 @@ if wanted 09; then
     n=$(rows_iters "$s")
     points "$s" ours "09 mempool x4" "ours_pipeline $s $n" se "09 ib_send_bw -e -q 4 --use-srq" "perftest_send_event_srq $s $n" \
       wq "09 ib_write_bw -q 4" "perftest_write_q4 $s $n" || continue
-    table "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$se")"
-    table "09 mempool x4 / ib_write_bw -q 4, Mpps" "$s" "$(first "$ours")" "$(first "$wq")"
+    table "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$se")" "$(notes_of ours se)"
+    table "09 mempool x4 / ib_write_bw -q 4, Mpps" "$s" "$(first "$ours")" "$(first "$wq")" "$(notes_of ours wq)"
   done
 fi
 

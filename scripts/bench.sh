@@ -293,7 +293,9 @@ pool_costs() {
   "$build/subprojects/09_mempool/mempool" --pool-cost --cost-runs 5 | awk '$1 == "pool-cost" { print $2, $3, $4 }'
 }
 
-# Stats over the runs of one point: for each column, "median,min,max".
+# Stats over the runs of one point: for each column, "median,min,max". The
+# median of an even count of runs (one of 3 or 5 left out) is the lower of
+# the two middle values: a value some run measured, never below the min.
 spread() {
   awk '{ for (i = 1; i <= NF; i++) v[i, NR] = $i; if (NF > k) k = NF }
        END { if (!NR) exit 1

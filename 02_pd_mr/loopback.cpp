@@ -50,7 +50,7 @@ ibv_wc rdma_write(ibv_qp* qp, ibv_cq* cq, std::uint64_t wr_id, const rdma::regis
   rdma::check_rc(ibv_post_send(qp, &wr, &bad), "ibv_post_send");  // accepted: nothing is checked yet
 
   ibv_wc wc{};
-  if (rdma::poll_cq_until(cq, {&wc, 1}, std::chrono::steady_clock::now() + std::chrono::seconds(5)) == 0) {
+  if (rdma::poll_cq_until(cq, {&wc, 1}, rdma::coarse_clock::now() + std::chrono::seconds(5)) == 0) {
     throw rdma::tutorial_error("no completion for the RDMA Write within 5 s");
   }
   return wc;

@@ -74,7 +74,7 @@ void send_message(ibv_cq* cq, const qp_buffers& from, const qp_buffers& to, std:
   ibv_wc recv_wc{};
   bool send_done = false;
   bool recv_done = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  const auto deadline = rdma::coarse_clock::now() + std::chrono::milliseconds(wait_ms);
   while (!send_done || !recv_done) {
     ibv_wc wc{};
     if (rdma::poll_cq_until(cq, {&wc, 1}, deadline) == 0) {

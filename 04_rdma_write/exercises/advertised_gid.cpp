@@ -114,13 +114,13 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
   return {std::move(server), peer};
 }
 
-// The clock is read once every looks_per_clock looks (wait_while_connected,
-// peer.hpp): where it is a system call (a guest whose clocksource is an
-// emulated HPET) reading it on every look would slow the loop down more
-// than anything it waits for (waiting.hpp has this loop's numbers).
+// Called once every looks_per_clock looks (wait_while_connected, peer.hpp).
+// The deadline and the grace period are read on the coarse clock, never a
+// system call (coarse_clock.hpp); only a wait that may nap reads the
+// precise one, since 100 us is finer than the coarse clock's tick, and it
+// is about to sleep a millisecond at a time.
 bool wait_bound::peer_closed(std::uint32_t looks) {
-  using clock = std::chrono::steady_clock;
-  const auto now = clock::now();
+  const auto now = coarse_clock::now();
   if (!start_) start_ = now;
   if (now - *start_ > std::chrono::milliseconds(wait_ms_)) {
     throw tutorial_error("nothing within " + std::to_string(wait_ms_) + " ms while we waited for " + std::string(what_),
@@ -128,16 +128,21 @@ bool wait_bound::peer_closed(std::uint32_t looks) {
                              ? std::string(who_) + " is stuck or its packets do not arrive; its own output says which"
                              : std::string(silent_hint_));
   }
-  const bool nap = how_ == waiting::backs_off && now - *start_ > waiting_policy::spin_before_napping;
+  bool nap = false;
+  if (how_ == waiting::backs_off) {
+    const auto fine = std::chrono::steady_clock::now();
+    if (!fine_start_) fine_start_ = fine;
+    nap = fine - *fine_start_ > waiting_policy::spin_before_napping;
+  }
   if ((nap || looks % waiting_policy::looks_per_socket == 0) &&
       tcp::peer_closed(peer_, nap ? waiting_policy::nap_on_socket_ms : 0)) {
-    grace_end_ = clock::now() + waiting_policy::grace_after_close;
+    grace_end_ = coarse_clock::now() + waiting_policy::grace_after_close;
     return true;
   }
   return false;
 }
 
-bool wait_bound::in_grace() const { return std::chrono::steady_clock::now() < grace_end_; }
+bool wait_bound::in_grace() const { return coarse_clock::now() < grace_end_; }
 
 void wait_bound::throw_closed() const {
   throw tutorial_error(std::string(who_) + " closed the connection while we waited for " + std::string(what_),

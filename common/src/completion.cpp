@@ -104,19 +104,19 @@ void throw_poll_error(int rc) {
                        "ibv_get_async_event says which");
 }
 
-std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady_clock::time_point deadline) {
+std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, coarse_clock::time_point deadline) {
   std::size_t got = 0;
   while (got < wcs.size()) {
     const int n = check_poll(ibv_poll_cq(cq, static_cast<int>(wcs.size() - got), wcs.data() + got));
     got += static_cast<std::size_t>(n);
-    if (n == 0 && std::chrono::steady_clock::now() >= deadline) break;
+    if (n == 0 && coarse_clock::now() >= deadline) break;
   }
   return got;
 }
 
 ibv_wc poll_one(ibv_cq* cq, int wait_ms, std::string_view waiting_for) {
   ibv_wc wc{};
-  if (poll_cq_until(cq, {&wc, 1}, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms)) == 0) {
+  if (poll_cq_until(cq, {&wc, 1}, coarse_clock::now() + std::chrono::milliseconds(wait_ms)) == 0) {
     throw tutorial_error("no completion within " + std::to_string(wait_ms) + " ms (waiting for " +
                              std::string(waiting_for) + ")",
                          "the peer never answered and the sender has not given up: check both sides' GID, QPN "

@@ -41,7 +41,7 @@ double post_window(ibv_qp* qp, ibv_cq* cq, const window_params& params, const wr
     // there is always a completion to wait for.
     ibv_wc wcs[16];
     const std::size_t got = poll_cq_until(
-        cq, {wcs, 1}, std::chrono::steady_clock::now() + std::chrono::milliseconds(params.wait_ms));
+        cq, {wcs, 1}, coarse_clock::now() + std::chrono::milliseconds(params.wait_ms));
     if (got == 0) {
       throw tutorial_error("no completion within " + std::to_string(params.wait_ms) + " ms (" +
                                std::to_string(completed) + " of " + std::to_string(params.count) + " WRs done)",

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "rdma_tutorial/coarse_clock.hpp"
 #include "rdma_tutorial/error.hpp"
 
 namespace rdma {
@@ -67,7 +68,9 @@ inline void check_wc(const ibv_wc& wc) {
 // completion until the sender's retries run out, and with retry_cnt 7 on
 // Soft-RoCE, or timeout 0, they never do. A program that polls without one
 // just hangs, and there is nothing to read.
-std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, std::chrono::steady_clock::time_point deadline);
+// The deadline is on the coarse clock (coarse_clock.hpp): it is looked at
+// after every empty poll, and there the precise clock can be a system call.
+std::size_t poll_cq_until(ibv_cq* cq, std::span<ibv_wc> wcs, coarse_clock::time_point deadline);
 
 // One completion within wait_ms, status unchecked; otherwise throws a
 // tutorial_error saying what it waited for ("the RDMA Write") and why it

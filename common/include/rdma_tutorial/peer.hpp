@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "rdma_tutorial/coarse_clock.hpp"
 #include "rdma_tutorial/gid.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/limits.hpp"
@@ -131,8 +132,9 @@ class wait_bound {
   int wait_ms_;
   waiting how_;
   std::string_view silent_hint_;
-  std::optional<std::chrono::steady_clock::time_point> start_;
-  std::chrono::steady_clock::time_point grace_end_{};
+  std::optional<coarse_clock::time_point> start_;  // the deadline's clock
+  std::optional<std::chrono::steady_clock::time_point> fine_start_;  // backs_off: when to nap
+  coarse_clock::time_point grace_end_{};
 };
 
 template <class Arrived>

@@ -26,13 +26,13 @@ using namespace std::chrono_literals;
 inline constexpr std::uint32_t flat_out_looks = 64;
 inline constexpr std::chrono::nanoseconds nap = 20us;
 
-// peer.hpp's wait_while_connected (stages 04, 05, 08's --poll): the clock is
-// read once every `looks_per_clock` looks (a system call in this guest);
-// after `spin_before_napping` it naps `nap_on_socket` at a time in poll()
+// peer.hpp's wait_while_connected (stages 04, 05, 08's --poll): the
+// deadline is looked at once every `looks_per_clock` looks, on the coarse
+// clock (coarse_clock.hpp: a read from memory through the vDSO, never a
+// system call); after `spin_before_napping` it naps `nap_on_socket` at a time in poll()
 // on the peer's TCP socket, unless the caller spins (a latency
 // measurement), which still looks at the socket every `looks_per_socket`
-// looks. On a NIC: read the clock every look (vDSO), spin a few
-// microseconds, and nap far less often.
+// looks. On a NIC: spin a few microseconds, and nap far less often.
 inline constexpr std::uint32_t looks_per_clock = 256;
 inline constexpr std::chrono::microseconds spin_before_napping = 100us;
 inline constexpr int nap_on_socket_ms = 1;

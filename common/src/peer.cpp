@@ -101,11 +101,11 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
   return {std::move(server), peer};
 }
 
-// Called once every looks_per_clock looks (wait_while_connected, peer.hpp).
-// The deadline and the grace period are read on the coarse clock, never a
-// system call (coarse_clock.hpp); only a wait that may nap reads the
-// precise one, since 100 us is finer than the coarse clock's tick, and it
-// is about to sleep a millisecond at a time.
+// Called once every looks_per_clock looks, and at every look once napping
+// (wait_while_connected, peer.hpp). The deadline and the grace period are
+// read on the coarse clock, never a system call (coarse_clock.hpp); only a
+// wait that may nap reads the precise one, until it naps, since 100 us is
+// finer than the coarse clock's tick.
 bool wait_bound::peer_closed(std::uint32_t looks) {
   const auto now = coarse_clock::now();
   if (!start_) start_ = now;
@@ -115,14 +115,13 @@ bool wait_bound::peer_closed(std::uint32_t looks) {
                              ? std::string(who_) + " is stuck or its packets do not arrive; its own output says which"
                              : std::string(silent_hint_));
   }
-  bool nap = false;
-  if (how_ == waiting::backs_off) {
+  if (how_ == waiting::backs_off && !napping_) {
     const auto fine = std::chrono::steady_clock::now();
     if (!fine_start_) fine_start_ = fine;
-    nap = fine - *fine_start_ > waiting_policy::spin_before_napping;
+    napping_ = fine - *fine_start_ > waiting_policy::spin_before_napping;
   }
-  if ((nap || looks % waiting_policy::looks_per_socket == 0) &&
-      tcp::peer_closed(peer_, nap ? waiting_policy::nap_on_socket_ms : 0)) {
+  if ((napping_ || looks % waiting_policy::looks_per_socket == 0) &&
+      tcp::peer_closed(peer_, napping_ ? waiting_policy::nap_on_socket_ms : 0)) {
     grace_end_ = coarse_clock::now() + waiting_policy::grace_after_close;
     return true;
   }

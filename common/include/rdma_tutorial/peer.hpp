@@ -124,6 +124,7 @@ class wait_bound {
   // grace period then starts).
   bool peer_closed(std::uint32_t looks);
   bool in_grace() const;  // the grace period after a close has not run out
+  bool napping() const { return napping_; }  // past the flat-out start: one look a nap
   [[noreturn]] void throw_closed() const;
 
  private:
@@ -134,6 +135,7 @@ class wait_bound {
   std::string_view silent_hint_;
   std::optional<coarse_clock::time_point> start_;  // the deadline's clock
   std::optional<std::chrono::steady_clock::time_point> fine_start_;  // backs_off: when to nap
+  bool napping_ = false;
   coarse_clock::time_point grace_end_{};
 };
 
@@ -142,7 +144,7 @@ void wait_while_connected(const tcp::socket& peer, std::string_view who, std::st
                           Arrived&& arrived, waiting how = waiting::backs_off, std::string_view silent_hint = {}) {
   wait_bound bound(peer, who, what, wait_ms, how, silent_hint);
   for (std::uint32_t looks = 1; !arrived(); ++looks) {
-    if (looks % waiting_policy::looks_per_clock != 0 || !bound.peer_closed(looks)) continue;
+    if ((looks % waiting_policy::looks_per_clock != 0 && !bound.napping()) || !bound.peer_closed(looks)) continue;
     while (bound.in_grace()) {
       if (arrived()) return;
     }

@@ -29,10 +29,11 @@ inline constexpr std::chrono::nanoseconds nap = 20us;
 // peer.hpp's wait_while_connected (stages 04, 05, 08's --poll): the
 // deadline is looked at once every `looks_per_clock` looks, on the coarse
 // clock (coarse_clock.hpp: a read from memory through the vDSO, never a
-// system call); after `spin_before_napping` it naps `nap_on_socket` at a time in poll()
-// on the peer's TCP socket, unless the caller spins (a latency
-// measurement), which still looks at the socket every `looks_per_socket`
-// looks. On a NIC: spin a few microseconds, and nap far less often.
+// system call); after `spin_before_napping` it naps `nap_on_socket` at a
+// time in poll() on the peer's TCP socket, with one look between naps,
+// unless the caller spins (a latency measurement), which still looks at
+// the socket every `looks_per_socket` looks. On a NIC: spin a few
+// microseconds, and nap far less often.
 inline constexpr std::uint32_t looks_per_clock = 256;
 inline constexpr std::chrono::microseconds spin_before_napping = 100us;
 inline constexpr int nap_on_socket_ms = 1;

@@ -119,7 +119,7 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
 // read on the coarse clock, never a system call (coarse_clock.hpp); only a
 // wait that may nap reads the precise one, until it naps, since 100 us is
 // finer than the coarse clock's tick.
-bool wait_bound::peer_closed(std::uint32_t looks) {
+bool wait_bound::peer_closed() {
   const auto now = coarse_clock::now();
   if (!start_) start_ = now;
   if (now - *start_ > std::chrono::milliseconds(wait_ms_)) {
@@ -133,8 +133,9 @@ bool wait_bound::peer_closed(std::uint32_t looks) {
     if (!fine_start_) fine_start_ = fine;
     napping_ = fine - *fine_start_ > waiting_policy::spin_before_napping;
   }
-  if ((napping_ || looks % waiting_policy::looks_per_socket == 0) &&
-      tcp::peer_closed(peer_, napping_ ? waiting_policy::nap_on_socket_ms : 0)) {
+  if (!napping_ && now - last_socket_look_ < waiting_policy::socket_look_every) return false;
+  last_socket_look_ = now;
+  if (tcp::peer_closed(peer_, napping_ ? waiting_policy::nap_on_socket_ms : 0)) {
     grace_end_ = coarse_clock::now() + waiting_policy::grace_after_close;
     return true;
   }

@@ -101,7 +101,7 @@ peer_link accept_peer(const tcp::socket& listener, int accept_ms, int wait_ms);
 // waited for <what>", with `silent_hint` as its likely fix when given (what
 // a silent peer means in this protocol).
 // With `spins` the loop never sleeps (it still looks at the connection,
-// without waiting, every 4096 looks): a latency measurement cannot afford
+// without waiting, once a tick of the coarse clock): a latency measurement cannot afford
 // a millisecond's nap, and pays with a busy CPU.
 //
 // A template, so that each look is a direct call the compiler can inline:
@@ -119,10 +119,10 @@ class wait_bound {
   wait_bound(const tcp::socket& peer, std::string_view who, std::string_view what, int wait_ms, waiting how,
              std::string_view silent_hint)
       : peer_(peer), who_(who), what_(what), wait_ms_(wait_ms), how_(how), silent_hint_(silent_hint) {}
-  // At the looks-th look: throws once wait_ms have passed; naps or looks
+  // Every looks_per_clock looks: throws once wait_ms have passed; naps or looks
   // at the socket as the policy says; true when the peer has closed (the
   // grace period then starts).
-  bool peer_closed(std::uint32_t looks);
+  bool peer_closed();
   bool in_grace() const;  // the grace period after a close has not run out
   bool napping() const { return napping_; }  // past the flat-out start: one look a nap
   [[noreturn]] void throw_closed() const;
@@ -136,6 +136,7 @@ class wait_bound {
   std::optional<coarse_clock::time_point> start_;  // the deadline's clock
   std::optional<std::chrono::steady_clock::time_point> fine_start_;  // backs_off: when to nap
   bool napping_ = false;
+  coarse_clock::time_point last_socket_look_{};  // a spinning wait looks at the socket once a tick
   coarse_clock::time_point grace_end_{};
 };
 
@@ -144,7 +145,7 @@ void wait_while_connected(const tcp::socket& peer, std::string_view who, std::st
                           Arrived&& arrived, waiting how = waiting::backs_off, std::string_view silent_hint = {}) {
   wait_bound bound(peer, who, what, wait_ms, how, silent_hint);
   for (std::uint32_t looks = 1; !arrived(); ++looks) {
-    if ((looks % waiting_policy::looks_per_clock != 0 && !bound.napping()) || !bound.peer_closed(looks)) continue;
+    if ((looks % waiting_policy::looks_per_clock != 0 && !bound.napping()) || !bound.peer_closed()) continue;
     while (bound.in_grace()) {
       if (arrived()) return;
     }

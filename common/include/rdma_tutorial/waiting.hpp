@@ -32,12 +32,14 @@ inline constexpr std::chrono::nanoseconds nap = 20us;
 // system call); after `spin_before_napping` it naps `nap_on_socket` at a
 // time in poll() on the peer's TCP socket, with one look between naps,
 // unless the caller spins (a latency measurement), which still looks at
-// the socket every `looks_per_socket` looks. On a NIC: spin a few
-// microseconds, and nap far less often.
+// the socket, without waiting, once `socket_look_every` has passed on the
+// coarse clock (in practice once a tick, 4 ms: poll() is a system call,
+// and on Linux 6.12 a round trip spins thousands of looks). On a NIC:
+// spin a few microseconds, and nap far less often.
 inline constexpr std::uint32_t looks_per_clock = 256;
 inline constexpr std::chrono::microseconds spin_before_napping = 100us;
 inline constexpr int nap_on_socket_ms = 1;
-inline constexpr std::uint32_t looks_per_socket = 4096;
+inline constexpr std::chrono::milliseconds socket_look_every = 1ms;
 // A peer that closed once its last request completed may be a moment ahead
 // of that request's effect here: the wait gives it this long.
 inline constexpr std::chrono::milliseconds grace_after_close = 100ms;

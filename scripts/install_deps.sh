@@ -42,7 +42,9 @@ runtime_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest ip
 # a distribution kernel that ships rdma_rxe.ko, a static busybox for the init,
 # the tools that pack the initramfs and unpack compressed modules, and the
 # pair's packet capture and its decoding (run.sh --pair --capture, the pair
-# suite's wire checks: tcpdump in the guest, tshark's RoCE v2 dissector).
+# suite's wire checks: tcpdump in the guest, tshark's RoCE v2 dissector),
+# and perf, which scripts/kcount.sh runs in the guest to count what the
+# kernel does per round trip.
 # The docs part: scripts/plot.py draws docs/img/*.svg from docs/data/*.csv;
 # scripts/book.sh builds the chapters into a site with MkDocs and its
 # Material theme, and the book suite opens every page in headless Chromium
@@ -52,7 +54,7 @@ runtime_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest ip
 # apart (fetch_mermaid).
 docs_pkgs=(python3-matplotlib mkdocs mkdocs-material python3-pymdownx python3-pygments
            chromium chromium-driver python3-selenium fonts-dejavu-core curl ca-certificates)
-vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark nftables)
+vm_pkgs=(qemu-system-x86 KERNEL busybox-static cpio xz-utils zstd file tcpdump tshark nftables linux-perf)
 
 # Read the distribution once: the kernel meta-package has a different name on
 # Ubuntu, where rdma_rxe.ko comes with linux-modules-extra (pulled in by

@@ -330,7 +330,7 @@ for line in open(os.path.join(out, "cases")):
                 missing.append(f"{key} {size} B x {n * scale}")
 
 path = os.path.join(data, f"linux-{major_minor}.csv")
-fmt = lambda v: "" if v is None else f"{v:.2f}"
+fmt = lambda v: "" if v is None else f"{v:.2f}".replace("-0.00", "0.00")
 with open(path + ".tmp", "w") as f:
     f.write(f"# what: what the kernel does per write (04) or round trip (05, 08) for our program and its perftest twin, counted, not timed\n")
     f.write(f"# how: (count at N2 - count at N1) / (N2 - N1), N = {n1} and {n2} round trips (04: ten times as many writes); perf stat in the guest; guest: the whole guest (perf stat -a, kernel threads included), programs: both sides' processes summed\n")

@@ -121,7 +121,7 @@ peer_link connect_peer(const std::string& host, std::uint16_t port, const wire::
 // finer than the coarse clock's tick.
 bool wait_bound::peer_closed() {
   const auto now = coarse_clock::now();
-  if (!start_) start_ = now;
+  if (!start_) start_ = last_socket_look_ = now;
   if (now - *start_ > std::chrono::milliseconds(wait_ms_)) {
     throw tutorial_error("nothing within " + std::to_string(wait_ms_) + " ms while we waited for " + std::string(what_),
                          silent_hint_.empty()

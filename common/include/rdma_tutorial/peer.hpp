@@ -136,7 +136,7 @@ class wait_bound {
   std::optional<coarse_clock::time_point> start_;  // the deadline's clock
   std::optional<std::chrono::steady_clock::time_point> fine_start_;  // backs_off: when to nap
   bool napping_ = false;
-  coarse_clock::time_point last_socket_look_{};  // a spinning wait looks at the socket once a tick
+  coarse_clock::time_point last_socket_look_{};  // a spinning wait looks at the socket once a tick, from its start
   coarse_clock::time_point grace_end_{};
 };
 

@@ -33,8 +33,9 @@ inline constexpr std::chrono::nanoseconds nap = 20us;
 // time in poll() on the peer's TCP socket, with one look between naps,
 // unless the caller spins (a latency measurement), which still looks at
 // the socket, without waiting, once `socket_look_every` has passed on the
-// coarse clock (in practice once a tick, 4 ms: poll() is a system call,
-// and on Linux 6.12 a round trip spins thousands of looks). On a NIC:
+// coarse clock since the wait began or last looked (in practice once a
+// tick, 4 ms: poll() is a system call, and on Linux 6.12 a round trip
+// spins thousands of looks). On a NIC:
 // spin a few microseconds, and nap far less often.
 inline constexpr std::uint32_t looks_per_clock = 256;
 inline constexpr std::chrono::microseconds spin_before_napping = 100us;

@@ -145,7 +145,11 @@ void wait_while_connected(const tcp::socket& peer, std::string_view who, std::st
                           Arrived&& arrived, waiting how = waiting::backs_off, std::string_view silent_hint = {}) {
   wait_bound bound(peer, who, what, wait_ms, how, silent_hint);
   for (std::uint32_t looks = 1; !arrived(); ++looks) {
-    if ((looks % waiting_policy::looks_per_clock != 0 && !bound.napping()) || !bound.peer_closed()) continue;
+    if (looks % waiting_policy::looks_per_clock != 0) continue;
+    if (!bound.peer_closed()) {
+      if (bound.napping()) --looks;  // one look a nap from now on: the next one comes back here
+      continue;
+    }
     while (bound.in_grace()) {
       if (arrived()) return;
     }

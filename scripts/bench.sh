@@ -384,7 +384,7 @@ warm_up() {
 # others' VARs are set all the same.
 declare -A point_notes=()
 points() {
-  local size=$1 i k rc=0 out dir counted left repeated note
+  local size=$1 i k rc=0 out dir counted left repeated note line
   shift
   local -a vars=() labels=() cmds=() cmd
   while (($# >= 3)); do vars+=("$1"); labels+=("$2"); cmds+=("$3"); shift 3; done
@@ -404,8 +404,11 @@ points() {
         fi
       fi
       run_notes=$dir/$i.notes
-      "${cmd[@]}" >>"$dir/$i"
+      line=$("${cmd[@]}" | head -n 1)
+      printf '%s\n' "$line" >>"$dir/$i"
       run_notes=/dev/null
+      # Every run, in the order it ran, for the runs CSVs and turn_ratio.
+      echo "$size,$k,${labels[i]},${line// /,}" >>"$all_runs"
     done
   done
   for i in "${!cmds[@]}"; do
@@ -463,10 +466,38 @@ iters_for() {  # enough messages to run about a second, 2000 to 20000
 echo "bench: $dev GID [$gid_index], $where, median of $reps run(s) per point; CSVs into $data"
 status=0
 summary=$(mktemp)
-table() {  # table LABEL SIZE OURS THEIRS [NOTE]: a NOTE follows the ratio
-  local ratio
+table() {  # table LABEL SIZE OURS THEIRS [NOTE [TURNS]]: TURNS (turn_ratio's) and a NOTE follow the ratio
+  local ratio turns=-
   ratio=$(awk -v a="$3" -v b="$4" 'BEGIN { if (a ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
-  printf '%-44s %6s %12s %12s %7s%s\n' "$1" "$2" "$3" "$4" "$ratio" "${5:+  $5}" >>"$summary"
+  [[ -n "${6:-}" ]] && turns=$(awk '{ printf "%.2f (%.2f-%.2f, %d)", $1, $2, $3, $4 }' <<<"$6")
+  printf '%-44s %6s %12s %12s %7s %-22s%s\n' "$1" "$2" "$3" "$4" "$ratio" "$turns" "${5:+  $5}" >>"$summary"
+}
+# Every run of every point, one line each as it ran: "SIZE,TURN,LABEL,its
+# fields" (none for a run that printed no line). A turn's runs are seconds
+# apart, so the ratio of two programs' runs of one turn shares the guest's
+# stretch of timing that both met (points).
+all_runs=$(mktemp)
+# turn_ratio SIZE LABEL_A LABEL_B FIELD -> "median min max turns": the
+# ratio A/B of FIELD (counted from 1) in each turn where both printed a
+# finite number; the median as spread's (the lower middle of an even count).
+turn_ratio() {
+  awk -F, -v s="$1" -v a="$2" -v b="$3" -v f="$4" '
+    $1 != s || $(3 + f) == "" || $(3 + f) ~ /inf|nan/ { next }
+    $3 == a { x[$2] = $(3 + f) } $3 == b { y[$2] = $(3 + f) }
+    END { for (k in x) if ((k in y) && y[k] > 0) r[++n] = x[k] / y[k]
+          if (!n) exit 1
+          for (i = 2; i <= n; i++) { t = r[i]; for (j = i - 1; j >= 1 && r[j] > t; j--) r[j + 1] = r[j]; r[j + 1] = t }
+          print r[int((n + 1) / 2)], r[1], r[n], n }' "$all_runs"
+}
+# runs_csv FIGURE "FIELDS" LABEL...: FIGURE-runs.csv, every run of these
+# programs: size, turn, program and the fields it printed.
+runs_csv() {
+  local name=$1 fields=$2 f
+  shift 2
+  f=$(csv_open "$name-runs" "size_bytes,turn,program,$fields" "every run behind $name.csv, in the order each point's runs took turns")
+  sed -i 's/^# repetitions: .*/# repetitions: '"$reps"' (turn k ran each program once, one after the other, then turn k + 1)/' "$f.tmp"
+  awk -F, 'BEGIN { for (i = 1; i < ARGC; i++) want[ARGV[i]]; ARGC = 1 } $3 in want' "$@" <"$all_runs" >>"$f.tmp"
+  csv_close "$f"
 }
 notes_of() {  # notes_of VAR...: points' notes on these VARs' runs, joined
   local v out=""
@@ -518,9 +549,11 @@ if wanted 04; then
     n=$(iters_for "$s")
     points "$s" ours "04 rdma_write" "ours_bw $s $n" theirs "04 ib_write_bw" "perftest_bw $s $n" || continue
     echo "$s,$ours,$theirs" >>"$f.tmp"
-    table "04 rdma_write / ib_write_bw, Mpps" "$s" "$(first "$ours" 4)" "$(first "$theirs" 4)" "$(notes_of ours theirs)"
+    table "04 rdma_write / ib_write_bw, Mpps" "$s" "$(first "$ours" 4)" "$(first "$theirs" 4)" "$(notes_of ours theirs)" \
+      "$(turn_ratio "$s" "04 rdma_write" "04 ib_write_bw" 2)"
   done
   csv_close "$f"
+  runs_csv 04-write-rate "mbps,mpps" "04 rdma_write" "04 ib_write_bw"
 fi
 
 if wanted 05; then
@@ -530,10 +563,13 @@ if wanted 05; then
     points "$s" ours "05 write_imm --latency" "ours_lat $s 1000" wl "05 ib_write_lat" "perftest_lat $s 1000" \
       sl "05 ib_send_lat" "perftest_send_lat $s 1000" || continue
     echo "$s,$ours,$wl,$sl" >>"$f.tmp"
-    table "05 write_imm / ib_write_lat, median us" "$s" "$(first "$ours")" "$(first "$wl")" "$(notes_of ours wl)"
-    table "05 write_imm / ib_send_lat, median us" "$s" "$(first "$ours")" "$(first "$sl")" "$(notes_of ours sl)"
+    table "05 write_imm / ib_write_lat, median us" "$s" "$(first "$ours")" "$(first "$wl")" "$(notes_of ours wl)" \
+      "$(turn_ratio "$s" "05 write_imm --latency" "05 ib_write_lat" 1)"
+    table "05 write_imm / ib_send_lat, median us" "$s" "$(first "$ours")" "$(first "$sl")" "$(notes_of ours sl)" \
+      "$(turn_ratio "$s" "05 write_imm --latency" "05 ib_send_lat" 1)"
   done
   csv_close "$f"
+  runs_csv 05-latency "median_us,p99_us" "05 write_imm --latency" "05 ib_write_lat" "05 ib_send_lat"
 fi
 
 if wanted 06; then
@@ -571,7 +607,8 @@ if wanted 06; then
   for s in "${sizes_rows[@]}"; do
     n=$(rows_iters "$s")
     points "$s" ours "06 srq_credits x4" "ours_srq $s $n" theirs "06 ib_send_bw -q 4 --use-srq" "perftest_srq $s $n" || continue
-    table "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$theirs")" "$(notes_of ours theirs)"
+    table "06 srq_credits x4 / ib_send_bw -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$theirs")" "$(notes_of ours theirs)" \
+      "$(turn_ratio "$s" "06 srq_credits x4" "06 ib_send_bw -q 4 --use-srq" 1)"
   done
 fi
 
@@ -592,12 +629,14 @@ if wanted 08; then
     if [[ -n "$v_sle" ]]; then
       echo "ib_send_lat -e,$s,$v_sle,,,,,," >>"$f.tmp"
       [[ -n "$v_event" ]] && table "08 event_channel --event / ib_send_lat -e, median us" "$s" "$(first "$v_event")" "$(first "$v_sle")" \
-        "$(notes_of v_event v_sle)"
+        "$(notes_of v_event v_sle)" "$(turn_ratio "$s" "08 --event" "08 ib_send_lat -e" 1)"
     fi
     [[ -n "$v_poll" && -n "$v_sl" ]] && table "08 event_channel --poll / ib_send_lat, median us" "$s" "$(first "$v_poll")" "$(first "$v_sl")" \
-      "$(notes_of v_poll v_sl)"
+      "$(notes_of v_poll v_sl)" "$(turn_ratio "$s" "08 --poll" "08 ib_send_lat" 1)"
   done
   csv_close "$f"
+  runs_csv 08-modes "median_us,p99_us,cpu_us_per_msg,wakeups_per_msg" "08 --poll" "08 --event" "08 --hybrid" \
+    "08 ib_send_lat" "08 ib_send_lat -e"
   f=$(csv_open 08-paced "mode,rate_per_s,iters,median_us,median_us_min,median_us_max,p99_us,p99_us_min,p99_us_max,server_cpu_s_per_s,server_cpu_s_per_s_min,server_cpu_s_per_s_max,server_cpu_us_per_msg,server_cpu_us_per_msg_min,server_cpu_us_per_msg_max,late_share,late_share_min,late_share_max,achieved_per_s,achieved_per_s_min,achieved_per_s_max" \
       "08 event_channel --rate: the client starts a round rate_per_s times a second (0: back to back), both sides in one mode, 8 B; the client's latency (half its post-to-answer time), rounds started late and achieved; the server's CPU (getrusage)")
   for m in "${modes[@]}"; do
@@ -620,8 +659,10 @@ if wanted 09; then
     n=$(rows_iters "$s")
     points "$s" ours "09 mempool x4" "ours_pipeline $s $n" se "09 ib_send_bw -e -q 4 --use-srq" "perftest_send_event_srq $s $n" \
       wq "09 ib_write_bw -q 4" "perftest_write_q4 $s $n" || continue
-    table "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$se")" "$(notes_of ours se)"
-    table "09 mempool x4 / ib_write_bw -q 4, Mpps" "$s" "$(first "$ours")" "$(first "$wq")" "$(notes_of ours wq)"
+    table "09 mempool x4 / ib_send_bw -e -q 4 --use-srq, Mpps" "$s" "$(first "$ours")" "$(first "$se")" "$(notes_of ours se)" \
+      "$(turn_ratio "$s" "09 mempool x4" "09 ib_send_bw -e -q 4 --use-srq" 1)"
+    table "09 mempool x4 / ib_write_bw -q 4, Mpps" "$s" "$(first "$ours")" "$(first "$wq")" "$(notes_of ours wq)" \
+      "$(turn_ratio "$s" "09 mempool x4" "09 ib_write_bw -q 4" 1)"
   done
 fi
 
@@ -765,8 +806,10 @@ elif wanted 10; then
   csv_close "$f"
 fi
 
-printf '%-44s %6s %12s %12s %7s\n' "row" "size" "ours" "perftest" "ratio"
+# ratio: of the medians; in turns: the median of the ratios of each
+# turn's two runs (their smallest and largest, how many turns had both).
+printf '%-44s %6s %12s %12s %7s %-22s\n' "row" "size" "ours" "perftest" "ratio" "in turns"
 cat "$summary"
-rm -f "$summary"
+rm -f "$summary" "$all_runs"
 echo "bench: $((($(date +%s) - started) / 60)) min $((($(date +%s) - started) % 60)) s"
 exit "$status"

@@ -9,7 +9,10 @@
 Where DATA/linux-MAJOR.MINOR/NAME.csv exists (scripts/bench.sh
 --second-kernel), figures 02, 04 and 05 draw its points beside the main
 CSV's, with hollow markers and dashed lines; it must come from the same
-run (the same date), or it is refused.
+run (the same date), or it is refused. Where DATA/runs/NAME.csv (and
+DATA/linux-MAJOR.MINOR/runs/NAME.csv) holds every run of 04's or 05's
+points, each run is drawn as a dot and the ratio panel gives the median of
+the ratios of the runs that took turns; of the same run too.
 
 scripts/bench.sh writes the CSVs: comment lines "# key: value" with the
 conditions of the run (figure, date, kernel, device, perftest, repetitions),
@@ -116,6 +119,9 @@ def caption(fig, header, also=()):
              f"{header['kernel']}, perftest {header['perftest']}, repetitions {header['repetitions']}, "
              f"measured {header['date']} by scripts/bench.sh. Only ratios on the same device mean anything."]
     lines += [f"Hollow markers, dashed: {h['kernel']} in the same run and the same kind of guest." for h, _ in also]
+    if "turns" in header:
+        lines.append("Small dots: every run (each set a little aside, one program's left of the next's); the programs "
+                     "took turns, and a ratio 'in turns' is the median of each turn's ratio, its bar their spread.")
     lines = [part for line in lines for part in textwrap.wrap(line, 150)]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, color="#555555", va="bottom")
     # Room for the caption and the x axis's label above it.
@@ -164,14 +170,53 @@ def tables(header, rows, also):
     return [(f", {kernel_name(header)}", rows, False)] + [(f", {kernel_name(h)}", r, True) for h, r in also]
 
 
+def every_run(ax, turns, program, field, color, marker, hollow, shift):
+    """Each run of PROGRAM as a small dot, its size's column moved aside by
+    SHIFT (a factor on the log axis) so that two programs' dots do not
+    cover each other: where the runs fall in two stretches, both show."""
+    points = [(size * shift, v[field]) for (size, _, name), v in sorted(turns.items())
+              if name == program and v[field] is not None]
+    if points:
+        ax.scatter([x for x, _ in points], [y for _, y in points], s=9, marker=marker, linewidths=0.6,
+                   facecolors="none" if hollow else color, edgecolors=color, alpha=0.55, zorder=1)
+
+
+def turn_ratios(turns, num, den, field):
+    """{size: (median, min, max)} of NUM's run over DEN's run in each turn
+    where both printed; the median as bench.sh takes it (the lower middle)."""
+    by_size = {}
+    for (size, turn, name), v in turns.items():
+        other = turns.get((size, turn, den))
+        if name == num and v[field] is not None and other is not None and other[field]:
+            by_size.setdefault(size, []).append(v[field] / other[field])
+    return {s: (sorted(r)[(len(r) - 1) // 2], min(r), max(r)) for s, r in by_size.items()}
+
+
+def kernels_turns(header, also):
+    """The runs of each table tables() gives, in its order ({} where none)."""
+    return [header.get("turns", {})] + [h.get("turns", {}) for h, _ in also]
+
+
 def ratio_panel(ax, runs, pairs, goal=None, goal_text=""):
-    """RUNS as tables() gives them; PAIRS: (numerator, denominator, label, color)."""
-    for suffix, rows, hollow in runs:
+    """RUNS as tables() gives them, each with its runs (header["turns"]);
+    PAIRS: (numerator, denominator, label, color), each a pair of
+    (median column, program in the runs CSV, field). With the runs, a
+    size's ratio is the median of its turns' ratios, with their spread."""
+    for (suffix, rows, hollow), turns in runs:
         for num, den, label, color in pairs:
             xs = [r["size_bytes"] for r in rows]
-            ax.plot(xs, [r[num] / r[den] for r in rows], marker="o", markersize=4, color=color,
-                    label=label + suffix, linestyle="--" if hollow else "-",
-                    markerfacecolor="white" if hollow else color)
+            style = dict(marker="o", markersize=4, color=color, linestyle="--" if hollow else "-",
+                         markerfacecolor="white" if hollow else color)
+            by_turn = turn_ratios(turns, num[1], den[1], num[2]) if turns else {}
+            if by_turn:
+                xs = [x for x in xs if x in by_turn]
+                mid = [by_turn[x][0] for x in xs]
+                ax.errorbar(xs, mid, yerr=[[m - by_turn[x][1] for x, m in zip(xs, mid)],
+                                           [by_turn[x][2] - m for x, m in zip(xs, mid)]],
+                            capsize=2, linewidth=1.0 if hollow else 1.4, label=label + " (in turns)" + suffix,
+                            **style)
+            else:
+                ax.plot(xs, [r[num[0]] / r[den[0]] for r in rows], label=label + suffix, **style)
     ax.axhline(1.0, color="#999999", linewidth=0.8)
     if goal is not None:
         ax.axhline(goal, color="#2e8b57", linestyle=":", linewidth=1.2, label=goal_text)
@@ -204,7 +249,9 @@ def fig_04(plt, header, rows, also):
                                           gridspec_kw={"height_ratios": [3, 2, 1.6]})
     sizes = [r["size_bytes"] for r in rows]
     runs = tables(header, rows, also)
-    for suffix, table, hollow in runs:
+    for (suffix, table, hollow), turns in zip(runs, kernels_turns(header, also)):
+        every_run(rate, turns, "04 rdma_write", "mpps", OURS, "o", hollow, 0.93)
+        every_run(rate, turns, "04 ib_write_bw", "mpps", PERFTEST, "s", hollow, 1.07)
         series(rate, table, "size_bytes", "ours_mpps", "04 rdma_write" + suffix, OURS, hollow=hollow)
         series(rate, table, "size_bytes", "perftest_mpps", "ib_write_bw" + suffix, PERFTEST, style="--", marker="s",
                hollow=hollow)
@@ -216,7 +263,9 @@ def fig_04(plt, header, rows, also):
     rate.set_title("04: the rate holds while each write costs per message, then falls as the bytes dominate",
                    fontsize=9)
     log_panel(bw, "MB / s")
-    ratio_panel(ratio, runs, [("ours_mpps", "perftest_mpps", "rdma_write / ib_write_bw, message rate", OURS)],
+    ratio_panel(ratio, list(zip(runs, kernels_turns(header, also))),
+                [(("ours_mpps", "04 rdma_write", "mpps"), ("perftest_mpps", "04 ib_write_bw", "mpps"),
+                  "rdma_write / ib_write_bw, message rate", OURS)],
                 0.95, "the goal: 0.95")
     size_axis(ratio, sizes)
     fig.subplots_adjust(hspace=0.12)
@@ -229,10 +278,12 @@ def fig_05(plt, header, rows, also):
                                      gridspec_kw={"height_ratios": [3, 1.4]})
     sizes = [r["size_bytes"] for r in rows]
     runs = tables(header, rows, also)
-    for suffix, table, hollow in runs:
-        for prefix, label, color, marker in (("ours", "05 write_imm --latency", OURS, "o"),
-                                             ("write_lat", "ib_write_lat", PERFTEST, "s"),
-                                             ("send_lat", "ib_send_lat", OTHER, "^")):
+    for (suffix, table, hollow), turns in zip(runs, kernels_turns(header, also)):
+        for (prefix, label, color, marker), shift in zip((("ours", "05 write_imm --latency", OURS, "o"),
+                                                          ("write_lat", "ib_write_lat", PERFTEST, "s"),
+                                                          ("send_lat", "ib_send_lat", OTHER, "^")), (0.9, 1.0, 1.1)):
+            every_run(lat, turns, label if prefix == "ours" else "05 " + label, "median_us", color, marker, hollow,
+                      shift)
             series(lat, table, "size_bytes", prefix + "_median_us", label + ", median" + suffix, color, marker=marker,
                    hollow=hollow)
             if not hollow:  # the other kernel's medians only: six more lines would hide the figure
@@ -246,8 +297,10 @@ def fig_05(plt, header, rows, also):
         lat.legend(fontsize=7, ncol=2)
     lat.set_title("05: write_imm sits above both perftest tools, most where a message is small; the bytes narrow the gap",
                   fontsize=9)
-    ratio_panel(ratio, runs, [("ours_median_us", "write_lat_median_us", "median: write_imm / ib_write_lat", OURS),
-                              ("ours_median_us", "send_lat_median_us", "median: write_imm / ib_send_lat", OTHER)],
+    ours = ("ours_median_us", "05 write_imm --latency", "median_us")
+    ratio_panel(ratio, list(zip(runs, kernels_turns(header, also))),
+                [(ours, ("write_lat_median_us", "05 ib_write_lat", "median_us"), "median: write_imm / ib_write_lat", OURS),
+                 (ours, ("send_lat_median_us", "05 ib_send_lat", "median_us"), "median: write_imm / ib_send_lat", OTHER)],
                 1.1, "the goal: at most 1.1 x ib_write_lat")
     if also:
         ratio.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -487,6 +540,23 @@ FIGURES = {
 
 # The figures that draw a second kernel's points beside the first's.
 BESIDE = ("02-registration", "04-write-rate", "05-latency")
+# The figures that draw every run (DATA/runs/NAME.csv, bench.sh's runs_csv)
+# when it is there: the fields each run printed.
+RUNS = {"04-write-rate": ("mbps", "mpps"), "05-latency": ("median_us", "p99_us")}
+
+
+def load_runs(name, data_dir, header):
+    """HEADER["turns"] = {(size, turn, program): {field: value or None}}
+    from DATA_DIR/runs/NAME.csv, which must be of the same run; nothing
+    when the file is not there."""
+    path = os.path.join(data_dir, "runs", name + ".csv")
+    if name not in RUNS or not os.path.isfile(path):
+        return
+    fields = RUNS[name]
+    h, rows = read_csv(path, ["size_bytes", "turn", "program", *fields], ("program",), fields)
+    if h["date"] != header["date"]:
+        raise BadData(f"runs/{name}.csv:1: measured {h['date']}, {name}.csv {header['date']}: not the same run")
+    header["turns"] = {(r["size_bytes"], r["turn"], r["program"]): {f: r[f] for f in fields} for r in rows}
 
 
 def load(name, data_dir):
@@ -494,6 +564,7 @@ def load(name, data_dir):
     DATA/linux-*/NAME.csv as (header, rows), which must be of the same run."""
     columns, text, optional, _ = FIGURES[name]
     header, rows = read_csv(os.path.join(data_dir, name + ".csv"), columns, text, optional)
+    load_runs(name, data_dir, header)
     also = []
     for sub in sorted(os.listdir(data_dir)) if name in BESIDE else []:
         path = os.path.join(data_dir, sub, name + ".csv")
@@ -503,6 +574,7 @@ def load(name, data_dir):
         if h["date"] != header["date"]:
             raise BadData(f"{sub}/{name}.csv:1: measured {h['date']}, {name}.csv {header['date']}: "
                           "not the same run (scripts/bench.sh --second-kernel writes both)")
+        load_runs(name, os.path.join(data_dir, sub), h)
         also.append((h, r))
     return header, rows, also
 

@@ -102,6 +102,29 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("--data", tmp, "--out", tmp, "04-write-rate")
     expect(r.returncode == 2 and "linux-9.9/04-write-rate.csv:1: " in r.stderr and "not the same run" in r.stderr,
            f"another kernel's table of another day is refused: {r.stderr.strip()!r}")
+# Every run (DATA/runs/NAME.csv, bench.sh's runs_csv): drawn when it is of
+# the same run, refused when it is not; a run that printed nothing is empty.
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(tmp, "04-write-rate.csv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(good) + "\n")
+    os.mkdir(os.path.join(tmp, "runs"))
+    heading = [line for line in good[:header_row] if not line.startswith("# what:")]
+    runs = heading + ["size_bytes,turn,program,mbps,mpps"]
+    for line in good[first_row:]:
+        v = line.split(",")
+        runs += [f"{v[0]},1,04 rdma_write,{v[1]},{v[4]}", f"{v[0]},1,04 ib_write_bw,{v[7]},{v[10]}",
+                 f"{v[0]},2,04 rdma_write,{v[2]},{v[5]}", f"{v[0]},2,04 ib_write_bw,,"]
+    with open(os.path.join(tmp, "runs", "04-write-rate.csv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(runs) + "\n")
+    r = run("--data", tmp, "--out", tmp, "04-write-rate")
+    svg = open(os.path.join(tmp, "04-write-rate.svg"), encoding="utf-8").read() if r.returncode == 0 else ""
+    expect(r.returncode == 0 and "(in turns)" in svg and "Small dots: every run" in svg,
+           f"every run of the same day is drawn, the ratio in turns: exit {r.returncode} {r.stderr.strip()}")
+    with open(os.path.join(tmp, "runs", "04-write-rate.csv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(re.sub(r"^# date: .*", "# date: 1999-01-01", line) for line in runs) + "\n")
+    r = run("--data", tmp, "--out", tmp, "04-write-rate")
+    expect(r.returncode == 2 and "runs/04-write-rate.csv:1: " in r.stderr and "not the same run" in r.stderr,
+           f"runs of another day are refused: {r.stderr.strip()!r}")
 # 10-loss: where every run of a program failed, bench.sh leaves that
 # program's numbers empty and says why in the note. Such a point is drawn
 # (a cross at the foot of the panel), not refused; an empty number anywhere

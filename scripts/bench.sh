@@ -18,6 +18,11 @@
 #                               scripts/plot.py draws them beside the first
 #   scripts/bench.sh --data DIR write the CSVs here (default docs/data)
 #
+# Every run of 04's, 05's and 08-modes' points is kept in DATA/runs/NAME.csv
+# (the points' CSVs hold their medians and spreads); the table gives each
+# ratio twice: of the medians, and "in turns", the median of the ratios of
+# the two programs' runs of each turn.
+#
 # Figures (each a CSV named after it):
 #   02-registration  stage 02's ibv_reg_mr + ibv_dereg_mr from 4 KiB to half
 #                    the memlock limit (raised to 128 MiB for the run)
@@ -489,13 +494,16 @@ turn_ratio() {
           for (i = 2; i <= n; i++) { t = r[i]; for (j = i - 1; j >= 1 && r[j] > t; j--) r[j + 1] = r[j]; r[j + 1] = t }
           print r[int((n + 1) / 2)], r[1], r[n], n }' "$all_runs"
 }
-# runs_csv FIGURE "FIELDS" LABEL...: FIGURE-runs.csv, every run of these
-# programs: size, turn, program and the fields it printed.
+# runs_csv FIGURE "FIELDS" LABEL...: DATA/runs/FIGURE.csv, every run of
+# these programs: size, turn, program and the fields it printed (scripts/
+# plot.py draws each run, and the ratios in turns, from it).
 runs_csv() {
   local name=$1 fields=$2 f
   shift 2
-  f=$(csv_open "$name-runs" "size_bytes,turn,program,$fields" "every run behind $name.csv, in the order each point's runs took turns")
-  sed -i 's/^# repetitions: .*/# repetitions: '"$reps"' (turn k ran each program once, one after the other, then turn k + 1)/' "$f.tmp"
+  mkdir -p "$data/runs" || { status=1; return; }
+  f=$(csv_open "runs/$name" "size_bytes,turn,program,$fields" "every run behind $name.csv, in the order each point's runs took turns")
+  sed -i -e 's|^# figure: .*|# figure: '"$name"'|' \
+    -e 's/^# repetitions: .*/# repetitions: '"$reps"' (turn k ran each program once, one after the other, then turn k + 1)/' "$f.tmp"
   awk -F, 'BEGIN { for (i = 1; i < ARGC; i++) want[ARGV[i]]; ARGC = 1 } $3 in want' "$@" <"$all_runs" >>"$f.tmp"
   csv_close "$f"
 }

@@ -504,7 +504,10 @@ runs_csv() {
   f=$(csv_open "runs/$name" "size_bytes,turn,program,$fields" "every run behind $name.csv, in the order each point's runs took turns")
   sed -i -e 's|^# figure: .*|# figure: '"$name"'|' \
     -e 's/^# repetitions: .*/# repetitions: '"$reps"' (turn k ran each program once, one after the other, then turn k + 1)/' "$f.tmp"
-  awk -F, 'BEGIN { for (i = 1; i < ARGC; i++) want[ARGV[i]]; ARGC = 1 } $3 in want' "$@" <"$all_runs" >>"$f.tmp"
+  # A program that prints fewer fields (perftest has no CPU or wake-ups)
+  # or none (a run that failed) gets empty ones: every row as wide as the header.
+  awk -F, -v OFS=, -v n=$((3 + $(tr ',' '\n' <<<"$fields" | wc -l))) \
+    'BEGIN { for (i = 1; i < ARGC; i++) want[ARGV[i]]; ARGC = 1 } $3 in want { $n = $n; print }' "$@" <"$all_runs" >>"$f.tmp"
   csv_close "$f"
 }
 notes_of() {  # notes_of VAR...: points' notes on these VARs' runs, joined

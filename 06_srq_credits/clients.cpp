@@ -166,7 +166,7 @@ void server::look_around(int wait_ms) {
   // about them is being handled.
   clients_.settle([&](client& c, parting how, const std::string& why) { let_go(c, how, why); },
                   [&](std::unique_ptr<client> c, const std::string& how) { forget(std::move(c), how); });
-  const auto now = steady::now();
+  const auto now = coarse::now();
   const auto wait = std::chrono::milliseconds(opts_.peer.wait_ms);
   for (const auto& c : clients_.all()) {
     if (c->leaving || now - c->last_heard <= wait) continue;

@@ -18,7 +18,8 @@
 
 namespace stage06 {
 
-using steady = std::chrono::steady_clock;
+using steady = std::chrono::steady_clock;  // what is measured
+using coarse = rdma::coarse_clock;         // deadlines (coarse_clock.hpp)
 using rdma::parting;
 
 // A client as this stage knows it: the book-keeping every SRQ server keeps
@@ -99,7 +100,7 @@ class server {
   std::vector<std::uint64_t> tally_;
   steady::time_point next_progress_{};
   std::uint64_t progress_printed_ = 0;  // all_records_ at the last progress line
-  steady::time_point join_deadline_ = steady::now() + std::chrono::milliseconds(opts_.peer.accept_ms);
+  coarse::time_point join_deadline_ = coarse::now() + std::chrono::milliseconds(opts_.peer.accept_ms);
 };
 
 }  // namespace stage06

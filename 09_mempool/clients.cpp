@@ -154,7 +154,7 @@ void server::window_bound(client& c, const ibv_wc& wc) {
     return;
   }
   c.open = true;
-  c.last_heard = steady::now();
+  c.last_heard = coarse::now();
   post_edge(c, credit_edge(0, layout_.slots));
 }
 
@@ -236,7 +236,7 @@ void server::on_async_event(const ibv_async_event& e) {
 // A client that holds a chunk and says nothing (stopped, or stuck) would
 // hold it, and this server, for ever; one done that never disconnects, too.
 void server::let_go_the_silent() {
-  const auto now = steady::now();
+  const auto now = coarse::now();
   const auto wait = std::chrono::milliseconds(opts_.peer.wait_ms);
   for (const auto& c : clients_.all()) {
     if (c->leaving || now - c->last_heard <= wait) continue;

@@ -105,7 +105,7 @@ server::server(const options& opts, rdma_event_channel* channel)
       refill_(srq_.get(), srq_depth_, repost_batch, srq_limit_),
       async_(ctx_),
       clients_(rdma::last_wqe_wait(limits_.attr(), std::chrono::milliseconds(opts.peer.wait_ms))),
-      join_deadline_(steady::now() + std::chrono::milliseconds(opts.peer.accept_ms)) {
+      join_deadline_(coarse::now() + std::chrono::milliseconds(opts.peer.accept_ms)) {
   // Non-blocking: ibv_get_cq_event then fails with EAGAIN instead of
   // blocking, and the channel's fd sleeps in one poll() with the CM's.
   const int flags = rdma::check_errno(fcntl(comp_channel_->fd, F_GETFL), "fcntl(the channel's fd, F_GETFL)");
@@ -270,7 +270,7 @@ void server::look_around(int wait_ms) {
   clients_.settle([&](client& c, parting how, const std::string& why) { let_go(c, how, why); },
                   [&](std::unique_ptr<client> c, const std::string& how) { forget(std::move(c), how); });
   std::fflush(stdout);
-  if (joined_ < opts_.clients && steady::now() > join_deadline_) {
+  if (joined_ < opts_.clients && coarse::now() > join_deadline_) {
     throw rdma::tutorial_error(std::to_string(joined_) + " of " + std::to_string(opts_.clients) +
                                    " clients came within --accept-ms " + std::to_string(opts_.peer.accept_ms),
                                "start every client, or give --clients the number you start");
@@ -279,12 +279,14 @@ void server::look_around(int wait_ms) {
 
 int server::run() {
   rdma::check_rc(ibv_req_notify_cq(cq_.get(), 0), "ibv_req_notify_cq");
+  // --spin-us is a bound of microseconds, finer than the coarse clock: the
+  // precise clock is read for it, and only when it is asked for.
   auto busy_since = steady::now();
   for (std::uint64_t round = 1; joined_ < opts_.clients || !clients_.empty(); ++round) {
     std::size_t n = drain_cq();
     refill_.repost_if_due();
     return_credits();
-    if (n > 0) busy_since = steady::now();
+    if (n > 0 && opts_.spin_us > 0) busy_since = steady::now();
     // While completions flow, the CM channel and the async queue are
     // looked at every 64th round without sleeping (a client may be
     // joining or leaving meanwhile).

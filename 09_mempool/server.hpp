@@ -20,7 +20,8 @@
 
 namespace stage09 {
 
-using steady = std::chrono::steady_clock;
+using steady = std::chrono::steady_clock;  // what is measured
+using coarse = rdma::coarse_clock;         // deadlines (coarse_clock.hpp)
 using rdma::parting;
 
 // wr_id of the memory window's bind; the credit writes and the drain
@@ -113,7 +114,7 @@ class server {
   std::vector<std::string> parted_;  // one line per client gone, for the report
   steady::time_point first_record_{};
   steady::time_point last_end_{};
-  steady::time_point join_deadline_;
+  coarse::time_point join_deadline_;
 };
 
 }  // namespace stage09

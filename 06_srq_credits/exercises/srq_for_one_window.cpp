@@ -144,7 +144,7 @@ void server::return_credits() {
 
 int server::run() {
   std::array<ibv_wc, srq_sizing::poll_batch> wcs{};
-  steady::time_point idle_since{};
+  coarse::time_point idle_since{};
   for (std::uint64_t loop = 1; joined_ < sizing_.clients || !clients_.empty(); ++loop) {
     const int n = rdma::check_poll(ibv_poll_cq(dev_.cq.get(), static_cast<int>(wcs.size()), wcs.data()));
     for (int i = 0; i < n; ++i) take(wcs[static_cast<std::size_t>(i)]);
@@ -157,8 +157,8 @@ int server::run() {
     // do for a while (no client streaming), the loop sleeps in poll(). The
     // numbers, and what a NIC would pick: waiting.hpp.
     if (n != 0) idle_since = {};
-    if (n == 0 && idle_since == steady::time_point{}) idle_since = steady::now();
-    const bool asleep = n == 0 && loop % 1024 == 0 && steady::now() - idle_since > waiting_policy::server_idle;
+    if (n == 0 && idle_since == coarse::time_point{}) idle_since = coarse::now();
+    const bool asleep = n == 0 && loop % 1024 == 0 && coarse::now() - idle_since > waiting_policy::server_idle;
     const bool limit_matters = sizing_.limit_can_fire() && refill_.waiting() != 0;
     if (limit_matters || loop % waiting_policy::server_look_every == 0 || n == 0) {
       look_around(asleep ? waiting_policy::server_nap_ms : 0);

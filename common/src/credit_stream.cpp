@@ -48,7 +48,7 @@ void credit_stream::wait_until(const char* what, const std::function<bool()>& re
         reap();
         hooks_.on_word(read_word());
       },
-      [&](std::uint32_t looks, std::chrono::steady_clock::duration waited) {
+      [&](std::uint32_t looks, coarse_clock::duration waited) {
         if (waited > std::chrono::milliseconds(wait_ms_)) {
           throw tutorial_error(hooks_.stalled(what), "the server stopped consuming: its output says why");
         }

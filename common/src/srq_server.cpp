@@ -82,7 +82,7 @@ void begin_srq_departure(srq_client& c, parting how, const std::string& why, std
                 verbs_error(rc, "ibv_post_send(drain marker)").what());
   }
   std::fflush(stdout);
-  c.departure.emplace(std::chrono::steady_clock::now(), last_wqe_wait, rc == 0);
+  c.departure.emplace(coarse_clock::now(), last_wqe_wait, rc == 0);
   c.last_wqe.pass_to(*c.departure);
 }
 

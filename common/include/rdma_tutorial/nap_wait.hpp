@@ -12,21 +12,23 @@
 #include <chrono>
 #include <cstdint>
 
+#include "rdma_tutorial/coarse_clock.hpp"
 #include "rdma_tutorial/waiting.hpp"
 
 namespace rdma {
 
 // Until ready(): look(), then ready() again. Every flat_out_looks-th look, check(looks,
 // elapsed) is called: it throws to give up (a deadline passed, the peer
-// left). It is the caller's to bound the wait; this only paces it.
+// left). It is the caller's to bound the wait; this only paces it. The
+// time is the coarse clock's: a bound of milliseconds (coarse_clock.hpp).
 template <typename Ready, typename Look, typename Check>
 void nap_until(Ready ready, Look look, Check check) {
   if (ready()) return;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = coarse_clock::now();
   for (std::uint32_t looks = 1; !ready(); ++looks) {
     look();
     if (looks < waiting_policy::flat_out_looks) continue;
-    if (looks % waiting_policy::flat_out_looks == 0) check(looks, std::chrono::steady_clock::now() - start);
+    if (looks % waiting_policy::flat_out_looks == 0) check(looks, coarse_clock::now() - start);
     const timespec nap{0, waiting_policy::nap.count()};
     nanosleep(&nap, nullptr);
   }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "rdma_tutorial/coarse_clock.hpp"
 #include "rdma_tutorial/handles.hpp"
 #include "rdma_tutorial/waiting.hpp"
 
@@ -63,7 +64,7 @@ std::string async_event_name(ibv_event_type type);
 // posts the marker, polls the CQ and counts the polls that found it empty.
 class srq_qp_departure {
  public:
-  using clock = std::chrono::steady_clock;
+  using clock = coarse_clock;  // its wait is of milliseconds (coarse_clock.hpp)
   enum class outcome {
     waiting,       // not yet
     last_wqe,      // the event, then the CQ polled empty (and the marker back)

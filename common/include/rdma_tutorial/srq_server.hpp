@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "rdma_tutorial/coarse_clock.hpp"
 #include "rdma_tutorial/completion.hpp"
 #include "rdma_tutorial/srq.hpp"
 
@@ -69,8 +70,6 @@ const char* parting_name(parting how);  // "done", "lost", "dropped"
 // One client as the SRQ, the CQ and its credit word see it. The stage's
 // client derives from this and owns the QP (`qp` only points at it).
 struct srq_client {
-  using steady = std::chrono::steady_clock;
-
   std::uint32_t number = 0;  // 1, 2, ... in order of arrival
   ibv_qp* qp = nullptr;
   std::uint32_t qp_num = 0;
@@ -85,7 +84,8 @@ struct srq_client {
   parting how = parting::done;
   std::optional<srq_qp_departure> departure;
   last_wqe_notice last_wqe;  // the event, asked for or not (srq.hpp)
-  steady::time_point last_heard = steady::now();
+  // On the coarse clock, read once for each completion (coarse_clock.hpp).
+  coarse_clock::time_point last_heard = coarse_clock::now();
 
   srq_client() = default;
   srq_client(const srq_client&) = delete;
@@ -125,8 +125,6 @@ void begin_srq_departure(srq_client& c, parting how, const std::string& why, std
 template <typename Client>
 class srq_clients {
  public:
-  using steady = std::chrono::steady_clock;
-
   explicit srq_clients(std::chrono::milliseconds last_wqe_wait) : last_wqe_wait_(last_wqe_wait) {}
 
   void add(std::unique_ptr<Client> c) { list_.push_back(std::move(c)); }
@@ -165,7 +163,7 @@ class srq_clients {
       let_go(*c, wc.status == IBV_WC_WR_FLUSH_ERR ? parting::lost : parting::dropped, "its completion failed: " + describe_wc(wc));
       return nullptr;
     }
-    c->last_heard = steady::now();
+    c->last_heard = coarse_clock::now();
     return c;
   }
   std::uint64_t stray() const { return stray_; }  // completions of QPs already gone
@@ -190,7 +188,7 @@ class srq_clients {
   // destroys it (its QP with it) when the stage is ready.
   template <typename LetGo, typename Forget>
   void settle(LetGo let_go, Forget forget) {
-    const auto now = steady::now();
+    const auto now = coarse_clock::now();
     for (std::size_t i = 0; i < list_.size(); ++i) {
       Client& c = *list_[i];
       if (!c.leaving && c.last_wqe.due(cq_empties_)) {

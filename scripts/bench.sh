@@ -17,6 +17,11 @@
 #                               6.1), its CSVs into DATA/linux-MAJOR.MINOR/;
 #                               scripts/plot.py draws them beside the first
 #   scripts/bench.sh --data DIR write the CSVs here (default docs/data)
+#   scripts/bench.sh --pin      in one guest, each pair's server on CPU 0 and its
+#                               client on CPU 1 (taskset), ours and perftest's
+#                               alike: 04's and 05's points and 08-modes (not the
+#                               paced runs, 06's and 09's, whose clients share CPU 1
+#                               or run beside the server); the CSVs say so
 #
 # Every run of 04's, 05's and 08-modes' points is kept in DATA/runs/NAME.csv
 # (the points' CSVs hold their medians and spreads); the table gives each
@@ -60,7 +65,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 build="${BUILD_DIR:-build}"
 
-pair=0 reps=3 only="" data=docs/data second=0
+pair=0 reps=3 only="" data=docs/data second=0 pin=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pair) pair=1; shift ;;
@@ -68,6 +73,7 @@ while [[ $# -gt 0 ]]; do
     --data) [[ -n "${2:-}" ]] || { echo "bench: --data needs a directory" >&2; exit 2; }; data=$2; shift 2 ;;
     --reps) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --reps needs a count" >&2; exit 2; }; reps=$2; shift 2 ;;
     --second-kernel) second=1; shift ;;
+    --pin) pin=1; shift ;;
     -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "bench: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -96,6 +102,7 @@ if [[ -z "${RXE_VM:-}" ]]; then
   vm=(scripts/rxe_vm.sh --timeout 3600 --share "$data")
   [[ $pair == 1 ]] && vm+=(--pair)
   inner=(scripts/bench.sh --reps "$reps" ${only:+--only "$only"})
+  [[ $pin == 1 ]] && inner+=(--pin)
   [[ $pair == 1 ]] && inner+=(--pair)  # the guest's run must know it has a peer
   if [[ $second == 1 ]]; then
     # Both kernels in one run: the same day, host, build and options, so
@@ -123,6 +130,21 @@ else
   where="in one guest (loopback through rxe0)"
 fi
 
+# --pin: the two sides of a pair on the guest's two CPUs, one each, so
+# that where the scheduler puts them is the same for every program. On
+# Soft-RoCE with Linux 6.12 a spinning pair runs each round trip in about
+# 30 us or in about 45 to 50, a whole run at one speed or the other,
+# whatever the program; pinned, runs of both programs still took either
+# (2026-12-07: docs/data/turns/).
+pin_server="" pin_client="" pinned=""
+if [[ $pin == 1 ]]; then
+  [[ $pair == 0 ]] || { echo "bench: --pin is for one guest (across two, each side has a guest of its own)" >&2; exit 2; }
+  (($(nproc) >= 2)) || { echo "bench: --pin needs two CPUs, this machine has $(nproc)" >&2; exit 2; }
+  pin_server="taskset -c 0" pin_client="taskset -c 1"
+  pinned="each pair's server on CPU 0, its client on CPU 1 (taskset), for 04, 05 and 08-modes"
+  where+=", pinned"
+fi
+
 # The RoCE v2 IPv4 GID's index (perftest's -x), read from sysfs.
 dev=$(ls /sys/class/infiniband | head -n1)
 gid_index=$(roce_v2_ipv4_gid_index "$dev") || { echo "bench: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
@@ -135,10 +157,10 @@ gid_index=$(roce_v2_ipv4_gid_index "$dev") || { echo "bench: $dev has no RoCE v2
 run_limit=40
 pair_run() {  # pair_run "SERVER..." "CLIENT..." -> client's output on stdout
   local server=$1 client=$2 out status
-  on_server timeout "$run_limit" $server >/dev/null 2>&1 &
+  on_server timeout "$run_limit" $pin_server $server >/dev/null 2>&1 &
   local spid=$!
   for _ in $(seq 50); do
-    out=$(timeout "$run_limit" $client 2>&1); status=$?
+    out=$(timeout "$run_limit" $pin_client $client 2>&1); status=$?
     [[ $status -eq 0 ]] && break
     grep -qiE 'refused|Couldn.t connect|Unable to open file descriptor' <<<"$out" || break
     sleep 0.2
@@ -332,6 +354,7 @@ csv_open() {  # csv_open NAME "COLUMNS" "WHAT" ["KEY: VALUE"...] -> prints the f
     echo "# device: $dev, $platform, $where"
     echo "# perftest: ${perftest_version:-unknown}"
     echo "# repetitions: $reps (a point is their median; _min and _max are the spread)"
+    [[ $pin == 0 ]] || echo "# pinned: $pinned"
     echo "$2"
   } >"$file.tmp"
   echo "$file"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What the kernel does for one round trip (05, 08) or one write (04) of
-# our programs beside their perftest twins, counted in the guest: not
-# timed. Each pair (server and client over 127.0.0.1 through rxe0) runs at
+# What the kernel does for one round trip (05, 08), one write (04) or one
+# record (06, 09) of our programs beside their perftest twins, counted in
+# the guest: not timed. Each pair (server and client through rxe0) runs at
 # two iteration counts N1 and N2 and every count is taken as
 # (count at N2 - count at N1) / (N2 - N1), so start-up and tear-down drop
 # out, as scripts/icount.sh does for user space. One CSV per guest kernel
@@ -9,13 +9,18 @@
 #
 #   scripts/kcount.sh               in a guest of each kernel installed (Debian 12: 6.1, 6.12)
 #   scripts/kcount.sh --kernel K    only this guest kernel (uname -r, e.g. 6.12.118+deb12-amd64)
-#   scripts/kcount.sh --only 05     only these pairs (a comma-separated list of 04, 05, 08):
+#   scripts/kcount.sh --only 05     only these pairs (a comma-separated list of 04, 05, 06, 08, 09):
 #                                     04  rdma_write --iters beside ib_write_bw (-t 128 -Q 100), per write
 #                                     05  write_imm --latency beside ib_send_lat, per round trip
+#                                     06  srq_credits, one client (window 64), beside
+#                                         ib_send_bw --use-srq, per record
 #                                     08  event_channel --poll beside ib_send_lat and
 #                                         --event beside ib_send_lat -e, per round trip
+#                                     09  mempool, one client (window 64), beside
+#                                         ib_send_bw -e --use-srq, per record
 #   scripts/kcount.sh --iters 1000,3000
-#                                   N1,N2 round trips (default 1000,3000); 04 writes ten times as many
+#                                   N1,N2 round trips (default 1000,3000); 04, 06 and 09
+#                                   write ten times as many
 #   scripts/kcount.sh --data DIR    the CSVs here (default docs/data/kcount): linux-6.1.csv, linux-6.12.csv
 #   scripts/kcount.sh --report-only no runs: the table and the CSVs from the files of the last run
 # The raw counts stay in build/kcount/RELEASE/: perf stat's files, one per
@@ -51,7 +56,7 @@ build="${BUILD_DIR:-build}"
 only="" iters="1000,3000" data=docs/data/kcount phase=all kernels=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --only) [[ "${2:-}" =~ ^(04|05|08)(,(04|05|08))*$ ]] || { echo "kcount: --only takes a list of 04, 05 and 08" >&2; exit 2; }; only=$2; shift 2 ;;
+    --only) [[ "${2:-}" =~ ^(04|05|06|08|09)(,(04|05|06|08|09))*$ ]] || { echo "kcount: --only takes a list of 04, 05, 06, 08 and 09" >&2; exit 2; }; only=$2; shift 2 ;;
     --iters)
       [[ "${2:-}" =~ ^([1-9][0-9]*),([1-9][0-9]*)$ ]] && ((BASH_REMATCH[1] < BASH_REMATCH[2])) ||
         { echo "kcount: --iters needs N1,N2 with N1 < N2 (e.g. 1000,3000)" >&2; exit 2; }
@@ -72,7 +77,9 @@ if [[ $phase == all ]]; then
   targets=()
   wanted 04 && targets+=("subprojects/04_rdma_write/rdma_write")
   wanted 05 && targets+=("subprojects/05_write_imm/write_imm")
+  wanted 06 && targets+=("subprojects/06_srq_credits/srq_credits")
   wanted 08 && targets+=("subprojects/08_event_channel/event_channel")
+  wanted 09 && targets+=("subprojects/09_mempool/mempool")
   if [[ ! -f "$build/build.ninja" ]]; then
     build_tree "$build" || { echo "kcount: the build failed" >&2; exit 1; }
   else
@@ -105,6 +112,7 @@ if [[ $phase == measure ]]; then
   rm -rf "$out" && mkdir -p "$out" || { echo "kcount: cannot make $out" >&2; exit 1; }
   dev=$(ls /sys/class/infiniband | head -n1)
   gid_index=$(roce_v2_ipv4_gid_index "$dev") || { echo "kcount: $dev has no RoCE v2 IPv4 GID" >&2; exit 1; }
+  cm_addr=$(rdma_ipv4)  # 09's rdma_cm client connects to the RDMA interface's own address
   tracing=/sys/kernel/tracing
   [[ -d $tracing/events ]] || mount -t tracefs nodev "$tracing" || { echo "kcount: cannot mount tracefs on $tracing" >&2; exit 1; }
   # rdma_rxe's functions, where this kernel has them, as kprobes (group
@@ -144,18 +152,21 @@ if [[ $phase == measure ]]; then
 
   limit=30 port=18515  # ten times the slowest run here
   listening() { ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; }
-  # run_pair NAME "SERVER..." "CLIENT...": the pair under perf stat -a,
-  # each side under a perf stat of its own; the client starts once the
-  # server listens (perftest's client does not retry).
+  # run_pair NAME "SERVER..." "CLIENT..." [cm]: the pair under perf stat
+  # -a, each side under a perf stat of its own; the client starts once the
+  # server listens on its TCP port (perftest's client does not retry), or
+  # at once for an rdma_cm server (cm: the client retries while nobody
+  # listens, common/src/cm_connect.cpp).
   run_pair() {
-    local name=$1 server=$2 client=$3 p=$out/$1
+    local name=$1 server=$2 client=$3 p=$out/$1 tcp_port=$port
+    [[ "${4:-}" == cm ]] && tcp_port=0
     rm -f "$p".*
     if listening; then echo "kcount: port $port is taken before $name" >&2; return 1; fi
     perf stat -a -x, -o "$p.system" -e "$system_events" -- bash -c '
       set -u
       timeout '"$limit"' perf stat -x, -o "$1.server" -e "$2" -- $3 >"$1.server.txt" 2>&1 &
       spid=$!
-      for _ in $(seq 100); do ss -Hltn "sport = :'"$port"'" | grep -q . && break; sleep 0.1; done
+      for _ in $(seq 100); do (('"$tcp_port"' == 0)) || ss -Hltn "sport = :'"$tcp_port"'" | grep -q . && break; sleep 0.1; done
       timeout '"$limit"' perf stat -x, -o "$1.client" -e "$2" -- $4 >"$1.client.txt" 2>&1; c=$?
       [[ $c -eq 0 ]] || kill "$spid" 2>/dev/null
       wait "$spid"; s=$?
@@ -169,8 +180,9 @@ if [[ $phase == measure ]]; then
     fi
   }
   commands() {  # commands KEY SIZE ITERS -> "SERVER|CLIENT"
-    local b=$build/subprojects r w e
+    local b=$build/subprojects r w e q m
     r=$b/04_rdma_write/rdma_write w=$b/05_write_imm/write_imm e=$b/08_event_channel/event_channel
+    q=$b/06_srq_credits/srq_credits m=$b/09_mempool/mempool
     local p="-d $dev -x $gid_index -F" waits="--wait-ms 30000"
     case "$1" in
       rdma_write) echo "$r --size $2 $waits|$r -s 127.0.0.1 --size $2 --iters $3 --tx-depth 128 --cq-mod 100 $waits" ;;
@@ -180,6 +192,11 @@ if [[ $phase == measure ]]; then
       ec_event) echo "$e --event $waits|$e -s 127.0.0.1 --event --size $2 --iters $3 $waits" ;;
       send_lat) echo "ib_send_lat $p -s $2 -n $3|ib_send_lat $p -s $2 -n $3 127.0.0.1" ;;
       send_lat_e) echo "ib_send_lat $p -e -s $2 -n $3|ib_send_lat $p -e -s $2 -n $3 127.0.0.1" ;;
+      srq) echo "$q --clients 1 --window 64 --size $2 $waits|$q -s 127.0.0.1 --size $2 --records $3 $waits" ;;
+      send_bw_srq) echo "ib_send_bw $p --use-srq -s $2 -n $3|ib_send_bw $p --use-srq -s $2 -n $3 127.0.0.1" ;;
+      # rdma_cm resolves the RDMA interface's own address, not loopback.
+      mempool) echo "$m --clients 1 --window 64 --record-size $2 $waits|$m -s $cm_addr --record-size $2 --records $3 $waits" ;;
+      send_bw_srq_e) echo "ib_send_bw $p -e --use-srq -s $2 -n $3|ib_send_bw $p -e --use-srq -s $2 -n $3 127.0.0.1" ;;
     esac
   }
   # The cases: PAIR|UNIT|OURS|THEIRS|SIZE|SCALE (a run's iterations are
@@ -187,10 +204,12 @@ if [[ $phase == measure ]]; then
   cases=()
   if wanted 04; then for s in 64 4096; do cases+=("04 rdma_write / ib_write_bw|write|rdma_write|write_bw|$s|10"); done; fi
   if wanted 05; then for s in 8 4096; do cases+=("05 write_imm --latency / ib_send_lat|round trip|write_imm|send_lat|$s|1"); done; fi
+  if wanted 06; then for s in 64 4096; do cases+=("06 srq_credits / ib_send_bw --use-srq|record|srq|send_bw_srq|$s|10"); done; fi
   if wanted 08; then
     cases+=("08 --poll / ib_send_lat|round trip|ec_poll|send_lat|8|1")
     cases+=("08 --event / ib_send_lat -e|round trip|ec_event|send_lat_e|8|1")
   fi
+  if wanted 09; then for s in 64 4096; do cases+=("09 mempool / ib_send_bw -e --use-srq|record|mempool|send_bw_srq_e|$s|10"); done; fi
   printf '%s\n' "${cases[@]}" >"$out/cases"
   status=0 started=$(date +%s) done_runs=0 total=$((${#cases[@]} * 4))
   # The programs take turns, N1 then N2, ours then perftest's.
@@ -205,7 +224,7 @@ if [[ $phase == measure ]]; then
         # A run that hangs (ib_send_lat -e did, on Linux 6.12: both sides
         # waiting for an event) is tried again, three tries in all.
         for try in 1 2 3; do
-          run_pair "$name" "$server" "$client" && break
+          run_pair "$name" "$server" "$client" "$([[ $key == mempool ]] && echo cm)" && break
           ((try < 3)) && echo "kcount: $name again (try $((try + 1)) of 3)" >&2 || status=1
         done
         done_runs=$((done_runs + 1))
@@ -332,8 +351,8 @@ for line in open(os.path.join(out, "cases")):
 path = os.path.join(data, f"linux-{major_minor}.csv")
 fmt = lambda v: "" if v is None else f"{v:.2f}".replace("-0.00", "0.00")
 with open(path + ".tmp", "w") as f:
-    f.write(f"# what: what the kernel does per write (04) or round trip (05, 08) for our program and its perftest twin, counted, not timed\n")
-    f.write(f"# how: (count at N2 - count at N1) / (N2 - N1), N = {n1} and {n2} round trips (04: ten times as many writes); perf stat in the guest; guest: the whole guest (perf stat -a, kernel threads included), programs: both sides' processes summed\n")
+    f.write(f"# what: what the kernel does per write (04), round trip (05, 08) or record (06, 09) for our program and its perftest twin, counted, not timed\n")
+    f.write(f"# how: (count at N2 - count at N1) / (N2 - N1), N = {n1} and {n2} round trips (04, 06, 09: ten times as many writes); perf stat in the guest; guest: the whole guest (perf stat -a, kernel threads included), programs: both sides' processes summed\n")
     f.write(f"# timing, not protocol: context switches, wake-ups, a spinning program's clock_gettime and poll, task-clock (CPU ms per 1000 units); perftest's gettimeofday is its clock calibration at start, time not iterations, left out of its system calls\n")
     for k in ("date", "kernel", "device", "clocksource", "perf", "perftest"):
         f.write(f"# {k}: {env[k]}\n")

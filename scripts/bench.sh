@@ -507,15 +507,15 @@ table() {  # table LABEL SIZE OURS THEIRS [NOTE [TURNS]]: TURNS (turn_ratio's) a
 all_runs=$(mktemp)
 # turn_ratio SIZE LABEL_A LABEL_B FIELD -> "median min max turns": the
 # ratio A/B of FIELD (counted from 1) in each turn where both printed a
-# finite number; the median as spread's (the lower middle of an even count).
+# finite number, taken as spread takes a point's runs.
 turn_ratio() {
-  awk -F, -v s="$1" -v a="$2" -v b="$3" -v f="$4" '
+  local ratios out
+  ratios=$(awk -F, -v s="$1" -v a="$2" -v b="$3" -v f="$4" '
     $1 != s || $(3 + f) == "" || $(3 + f) ~ /inf|nan/ { next }
     $3 == a { x[$2] = $(3 + f) } $3 == b { y[$2] = $(3 + f) }
-    END { for (k in x) if ((k in y) && y[k] > 0) r[++n] = x[k] / y[k]
-          if (!n) exit 1
-          for (i = 2; i <= n; i++) { t = r[i]; for (j = i - 1; j >= 1 && r[j] > t; j--) r[j + 1] = r[j]; r[j + 1] = t }
-          print r[int((n + 1) / 2)], r[1], r[n], n }' "$all_runs"
+    END { for (k in x) if ((k in y) && y[k] > 0) print x[k] / y[k] }' "$all_runs")
+  [[ -n "$ratios" ]] && out=$(spread <<<"$ratios") || return 1
+  echo "${out//,/ } $(wc -l <<<"$ratios")"
 }
 # runs_csv FIGURE "FIELDS" LABEL...: DATA/runs/FIGURE.csv, every run of
 # these programs: size, turn, program and the fields it printed (scripts/

@@ -163,11 +163,13 @@ def kernel_name(header):
 
 
 def tables(header, rows, also):
-    """(label suffix, rows, hollow) for the main table, then for each other
-    kernel's; the suffix names the kernel only when there is more than one."""
+    """(label suffix, rows, hollow, runs) for the main table, then for each
+    other kernel's; the suffix names the kernel only when there is more than
+    one; runs: the table's every run (header["turns"], load_runs), or {}."""
     if not also:
-        return [("", rows, False)]
-    return [(f", {kernel_name(header)}", rows, False)] + [(f", {kernel_name(h)}", r, True) for h, r in also]
+        return [("", rows, False, header.get("turns", {}))]
+    return [(f", {kernel_name(header)}", rows, False, header.get("turns", {}))] + \
+        [(f", {kernel_name(h)}", r, True, h.get("turns", {})) for h, r in also]
 
 
 def every_run(ax, turns, program, field, color, marker, hollow, shift):
@@ -192,17 +194,12 @@ def turn_ratios(turns, num, den, field):
     return {s: (sorted(r)[(len(r) - 1) // 2], min(r), max(r)) for s, r in by_size.items()}
 
 
-def kernels_turns(header, also):
-    """The runs of each table tables() gives, in its order ({} where none)."""
-    return [header.get("turns", {})] + [h.get("turns", {}) for h, _ in also]
-
-
 def ratio_panel(ax, runs, pairs, goal=None, goal_text=""):
-    """RUNS as tables() gives them, each with its runs (header["turns"]);
-    PAIRS: (numerator, denominator, label, color), each a pair of
-    (median column, program in the runs CSV, field). With the runs, a
-    size's ratio is the median of its turns' ratios, with their spread."""
-    for (suffix, rows, hollow), turns in runs:
+    """RUNS as tables() gives them; PAIRS: (numerator, denominator, label,
+    color), the first two each (median column, program in the runs CSV,
+    field). With the runs, a size's ratio is the median of its turns'
+    ratios, with their spread."""
+    for suffix, rows, hollow, turns in runs:
         for num, den, label, color in pairs:
             xs = [r["size_bytes"] for r in rows]
             style = dict(marker="o", markersize=4, color=color, linestyle="--" if hollow else "-",
@@ -228,7 +225,7 @@ def ratio_panel(ax, runs, pairs, goal=None, goal_text=""):
 def fig_02(plt, header, rows, also):
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
     sizes = [r["size_bytes"] for r in rows]
-    for suffix, table, hollow in tables(header, rows, also):
+    for suffix, table, hollow, _ in tables(header, rows, also):
         series(ax, table, "size_bytes", "reg_us", "ibv_reg_mr + ibv_dereg_mr (median, spread of runs)" + suffix,
                PERFTEST, hollow=hollow)
     # A cost in proportion to the pages: a line of slope 1 through the largest size.
@@ -238,7 +235,7 @@ def fig_02(plt, header, rows, also):
     ax.axhline(rows[0]["reg_us"], linestyle=":", color=OTHER, linewidth=1, label="the one-page cost")
     log_panel(ax, "microseconds per registration")
     size_axis(ax, sizes)
-    ax.set_ylim(bottom=min(r["reg_us_min"] for _, table, _ in tables(header, rows, also) for r in table) / 2)
+    ax.set_ylim(bottom=min(r["reg_us_min"] for _, table, _, _ in tables(header, rows, also) for r in table) / 2)
     ax.set_title("02: a fixed cost per call for small buffers; for large ones the pages dominate", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     return fig
@@ -249,7 +246,7 @@ def fig_04(plt, header, rows, also):
                                           gridspec_kw={"height_ratios": [3, 2, 1.6]})
     sizes = [r["size_bytes"] for r in rows]
     runs = tables(header, rows, also)
-    for (suffix, table, hollow), turns in zip(runs, kernels_turns(header, also)):
+    for suffix, table, hollow, turns in runs:
         every_run(rate, turns, "04 rdma_write", "mpps", OURS, "o", hollow, 0.93)
         every_run(rate, turns, "04 ib_write_bw", "mpps", PERFTEST, "s", hollow, 1.07)
         series(rate, table, "size_bytes", "ours_mpps", "04 rdma_write" + suffix, OURS, hollow=hollow)
@@ -263,7 +260,7 @@ def fig_04(plt, header, rows, also):
     rate.set_title("04: the rate holds while each write costs per message, then falls as the bytes dominate",
                    fontsize=9)
     log_panel(bw, "MB / s")
-    ratio_panel(ratio, list(zip(runs, kernels_turns(header, also))),
+    ratio_panel(ratio, runs,
                 [(("ours_mpps", "04 rdma_write", "mpps"), ("perftest_mpps", "04 ib_write_bw", "mpps"),
                   "rdma_write / ib_write_bw, message rate", OURS)],
                 0.95, "the goal: 0.95")
@@ -278,7 +275,7 @@ def fig_05(plt, header, rows, also):
                                      gridspec_kw={"height_ratios": [3, 1.4]})
     sizes = [r["size_bytes"] for r in rows]
     runs = tables(header, rows, also)
-    for (suffix, table, hollow), turns in zip(runs, kernels_turns(header, also)):
+    for suffix, table, hollow, turns in runs:
         for (prefix, label, color, marker), shift in zip((("ours", "05 write_imm --latency", OURS, "o"),
                                                           ("write_lat", "ib_write_lat", PERFTEST, "s"),
                                                           ("send_lat", "ib_send_lat", OTHER, "^")), (0.9, 1.0, 1.1)):
@@ -298,7 +295,7 @@ def fig_05(plt, header, rows, also):
     lat.set_title("05: write_imm sits above both perftest tools, most where a message is small; the bytes narrow the gap",
                   fontsize=9)
     ours = ("ours_median_us", "05 write_imm --latency", "median_us")
-    ratio_panel(ratio, list(zip(runs, kernels_turns(header, also))),
+    ratio_panel(ratio, runs,
                 [(ours, ("write_lat_median_us", "05 ib_write_lat", "median_us"), "median: write_imm / ib_write_lat", OURS),
                  (ours, ("send_lat_median_us", "05 ib_send_lat", "median_us"), "median: write_imm / ib_send_lat", OTHER)],
                 1.1, "the goal: at most 1.1 x ib_write_lat")
